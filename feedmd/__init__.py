@@ -1,0 +1,34 @@
+"""feedmd: noisy news feeds in, clean de-duplicated full-text feeds out.
+
+The public API is small on purpose; everything else may change between versions.
+"""
+
+from feedmd.config import Config, Settings, load_config
+from feedmd.db import open_store
+from feedmd.errors import ConfigError, FeedmdError, FetchError, MigrationError, StoreError
+from feedmd.pipeline import run
+from feedmd.report import RunReport
+from feedmd.stages.headlines import normalize_headline
+from feedmd.stages.store import Store
+from feedmd.stages.urls import normalize_url, url_hash
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "FeedmdError",
+    "FetchError",
+    "MigrationError",
+    "RunReport",
+    "Settings",
+    "Store",
+    "StoreError",
+    "__version__",
+    "load_config",
+    "normalize_headline",
+    "normalize_url",
+    "open_store",
+    "run",
+    "url_hash",
+]

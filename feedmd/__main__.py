@@ -1,0 +1,5 @@
+"""``python -m feedmd``: the same as the ``feedmd`` command."""
+
+from feedmd.cli import main
+
+main()

@@ -1,0 +1,198 @@
+"""The ``feedmd`` command line. FeedmdError becomes a click error here, and only here.
+
+Every pipeline setting is also a flag (``--jaccard-threshold 0.7``), generated from the
+``Settings`` dataclass, so flags, ``FEEDMD_*`` variables and ``feedmd.toml`` keys always
+agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from feedmd.config import SETTING_FIELDS, Config, load_config
+from feedmd.db import applied_migrations, apply_migrations, available_migrations, connect
+from feedmd.errors import FeedmdError
+from feedmd.report import RunReport
+from feedmd.timeutil import parse_iso
+
+F = Callable[..., Any]
+
+
+def setting_options(command: F) -> F:
+    """Add one ``--setting-name`` option per pipeline setting to a click command."""
+    for name, spec in reversed(SETTING_FIELDS.items()):
+        kind = type(spec.default)
+        click_type: Any = {int: int, float: float, bool: bool}.get(kind, str)
+        if spec.metadata["choices"]:
+            click_type = click.Choice(spec.metadata["choices"])
+        command = click.option(
+            "--" + name.replace("_", "-"), name, type=click_type, default=None,
+            help=f"{spec.metadata['doc']} [default: {spec.default!r}; env "
+                 f"FEEDMD_{name.upper()}]")(command)
+    return command
+
+
+def _settings_from(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {name: kwargs.pop(name) for name in list(kwargs) if name in SETTING_FIELDS}
+
+
+class _FeedmdGroup(click.Group):
+    """Maps FeedmdError to a clean one-line error (exit 1) for every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FeedmdError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_FeedmdGroup)
+@click.version_option(package_name="feedmd")
+def main() -> None:
+    """feedmd: de-duplicated, full-text news feeds from noisy RSS and Atom sources."""
+
+
+def _load(config_path: str | None, settings: dict[str, Any], db: str | None) -> Config:
+    config = load_config(config_path, overrides=settings)
+    if db:
+        config = dataclasses.replace(config, database=db)
+    return config
+
+
+def _progress() -> Callable[[int, int], None] | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        click.echo(f"\rscraping {done}/{total}", nl=done == total, err=True)
+
+    return show
+
+
+@main.command("run")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="feedmd.toml to read (default: built-in settings, no feeds).")
+@click.option("--db", help="SQLite file (overrides 'database' in the config; env "
+                           "FEEDMD_DATABASE).")
+@click.option("--now", "as_of", help="Measure windows from this ISO 8601 time instead of the "
+                                     "clock (for replaying an archived day).")
+@click.option("--force", is_flag=True, help="Fetch every feed, due or not.")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="Write each feed's JSON Feed and Atom files here (overrides "
+                   "[output] directory).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@setting_options
+def run_command(config_path: str | None, db: str | None, as_of: str | None, force: bool,
+                out: str | None, as_json: bool, **kwargs: Any) -> None:
+    """Run every due feed once: fetch, dedup, scrape, dedup, store, deliver.
+
+    Exit code 0 when everything worked, 3 when some feeds or pages failed but the run
+    completed, 1 on a configuration or store error.
+    """
+    from feedmd.db import open_store
+    from feedmd.pipeline import run
+    from feedmd.stages.store import Store
+
+    config = _load(config_path, _settings_from(kwargs), db)
+    if not config.feeds:
+        raise click.ClickException(f"{config.source}: no feeds configured ([[orgs]] with "
+                                   "[[orgs.feeds]])")
+    now = _parse_now(as_of)
+    store = Store(open_store(config.database))
+    try:
+        report = run(store, config, now=now, force=force, output_dir=out,
+                     on_page=_progress())
+    finally:
+        store.db.close()
+    _print_report(report, as_json)
+    sys.exit(report.exit_code)
+
+
+def _parse_now(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise click.BadParameter(f"not an ISO 8601 time: {text!r}", param_hint="--now"
+                                 ) from None
+
+
+def _print_report(report: RunReport, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(report.render())
+
+
+@main.command("demo")
+@click.option("--out", default="feedmd-demo", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for feedmd.db and the JSON Feed / Atom files (recreated).")
+@setting_options
+def demo_command(out: str, **kwargs: Any) -> None:
+    """Run the real pipeline on the bundled fixture news day, offline.
+
+    Starts a fixture HTTP server on 127.0.0.1, runs twice into OUT/feedmd.db, writes each
+    feed's JSON Feed and Atom into OUT, and prints both run reports. The second run, two
+    hours later, fetches and scrapes nothing new.
+    """
+    from feedmd.demo import run_demo
+
+    result = run_demo(out, overrides=_settings_from(kwargs), echo=click.echo)
+    click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
+
+
+@main.command("migrate")
+@click.option("--db", default=None, help="SQLite file (default: from the config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--list", "list_only", is_flag=True,
+              help="Show applied and pending migrations without applying any.")
+def migrate_command(db: str | None, config_path: str | None, list_only: bool) -> None:
+    """Apply pending database migrations (opening the store does it too)."""
+    config = _load(config_path, {}, db)
+    if list_only and not Path(config.database).exists():
+        for migration in available_migrations():
+            click.echo(f"pending  {migration.name}")
+        return
+    database = connect(config.database)
+    try:
+        if list_only:
+            done = applied_migrations(database)
+            for migration in available_migrations():
+                state = f"applied  {migration.name}  {done[migration.name]}" \
+                    if migration.name in done else f"pending  {migration.name}"
+                click.echo(state)
+            return
+        applied = apply_migrations(database)
+    finally:
+        database.close()
+    click.echo(f"applied {len(applied)} migration(s)" +
+               (": " + ", ".join(applied) if applied else ""))
+
+
+@main.command("settings")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@setting_options
+def settings_command(config_path: str | None, as_json: bool, **kwargs: Any) -> None:
+    """Show every setting's effective value (defaults, file, environment, flags)."""
+    config = _load(config_path, _settings_from(kwargs), None)
+    values = config.settings.describe()
+    if as_json:
+        click.echo(json.dumps(values, indent=2, sort_keys=True))
+        return
+    for name, value in values.items():
+        click.echo(f"{name} = {value!r}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+

@@ -1,0 +1,342 @@
+"""Configuration: built-in defaults -> feedmd.toml -> FEEDMD_* environment -> CLI flags.
+
+``Settings`` holds every tunable of the pipeline as one flat, frozen dataclass. Each field
+carries its help text and its bounds in ``metadata``; the TOML loader, the environment
+reader and the CLI flags are all generated from those fields, so a new setting is added in
+one place. ``Config`` adds the orgs and their feeds, which only come from the file.
+
+A bad key, type or value raises ``ConfigError`` naming the key and where it came from
+(the file path, the environment variable or the flag), before any work starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from feedmd.errors import ConfigError
+
+ENV_PREFIX = "FEEDMD_"
+FEED_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def _setting(default: Any, doc: str, *, minimum: float | None = None,
+             maximum: float | None = None, choices: tuple[str, ...] | None = None) -> Any:
+    return field(default=default, metadata={
+        "doc": doc, "minimum": minimum, "maximum": maximum, "choices": choices,
+    })
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every threshold and limit of the pipeline, with its default and where it comes from."""
+
+    # --- windows and scope (seed 003: "Windows and scope") ---
+    history_window_hours: float = _setting(
+        48.0, "Entries published longer ago than this are skipped at fetch and counted. "
+        "Seed 003 drops anything older than the history window before dedup.", minimum=1)
+    dedup_window_hours: float = _setting(
+        48.0, "How far back stage 1 and stage 2 look for the same story (seed 003 default: "
+        "48 h). An old story that resurfaces after this is treated as new.", minimum=0)
+    dedup_scope: str = _setting(
+        "feed", "'feed' compares an item with its own feed's history; 'org' with every feed "
+        "of the organisation (seed 003 default: feed).", choices=("feed", "org"))
+
+    # --- stage 1: headlines (seed 003 rules as written; not tuned on labelled data) ---
+    headline_min_tokens: int = _setting(
+        4, "A normalised headline with fewer tokens never clusters: 'Live updates' is too "
+        "generic to merge with anything (seed 003).", minimum=1)
+    jaccard_threshold: float = _setting(
+        0.6, "Token Jaccard at or above this means the same story (seed 003: 0.6; its "
+        "Reuters/AP rewrite scored 0.31, templated MarketBeat pairs 0.71).", minimum=0,
+        maximum=1)
+    containment_threshold: float = _setting(
+        0.85, "Shared tokens over the smaller headline at or above this means the same story "
+        "(seed 003: 0.85 catches 'AP: headline' against 'headline').", minimum=0, maximum=1)
+    containment_min_tokens: int = _setting(
+        5, "Containment only applies when the smaller headline has at least this many "
+        "tokens (seed 003: 5), so a short headline is not 'contained' in every long one.",
+        minimum=1)
+    simhash_max_bits: int = _setting(
+        3, "64-bit token simhashes differing in at most this many bits mean the same story "
+        "(seed 003: 3, the Manku et al. 2007 near-duplicate setting).", minimum=0, maximum=64)
+
+    # --- scrape ---
+    fetch_timeout_seconds: float = _setting(
+        20.0, "Total time allowed for one feed or page request, connect to last byte.",
+        minimum=0.1)
+    connect_timeout_seconds: float = _setting(
+        10.0, "Time allowed to open a connection.", minimum=0.1)
+    max_response_bytes: int = _setting(
+        5_000_000, "A feed or page body larger than this is abandoned while streaming "
+        "(5 MB: the largest real article page we have seen is under 1 MB).", minimum=1024)
+    max_redirects: int = _setting(
+        5, "Redirects followed per request.", minimum=0, maximum=30)
+    fetch_concurrency: int = _setting(
+        8, "Requests in flight at once, across all hosts.", minimum=1, maximum=256)
+    fetch_concurrency_per_host: int = _setting(
+        2, "Requests in flight at once to one host, to stay polite to publishers.",
+        minimum=1, maximum=64)
+    user_agent: str = _setting(
+        "feedmd/0.1 (+https://github.com/feedmd/feedmd)",
+        "User-Agent sent with every request, so publishers can tell who is fetching.")
+    proxy: str = _setting(
+        "", "HTTP proxy for every request (empty: none). The demo points it at its loopback "
+        "fixture server.")
+
+    # --- prose and stage 2 (seed 003 rules as written) ---
+    prose_min_words: int = _setting(
+        12, "A Markdown line counts as prose only with at least this many words (seed 003: "
+        "12); shorter lines are captions, bylines and menu items.", minimum=1)
+    prose_max_link_share: float = _setting(
+        0.5, "A line whose words are more than this share link text is navigation, not prose "
+        "(seed 003: 'not mostly link text').", minimum=0, maximum=1)
+    prose_min_chars: int = _setting(
+        400, "Under this many characters of prose an item gets no digest and can only be "
+        "matched by its headline (seed 003: 400; a 338-character Washington Post page held no "
+        "story text).", minimum=0)
+    tlsh_max_distance: int = _setting(
+        40, "TLSH distance at or below this is a reprint (seed 003: 40; NBC4/NBC6 copies 0, "
+        "LA Times 29, NPR/WOSU 39; independent write-ups 52 and more).", minimum=0,
+        maximum=2000)
+
+    def describe(self) -> dict[str, Any]:
+        """Return the settings as a plain dict (stored with every run for replay)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    """One feed to poll: a unique name, a URL, and how often to poll it."""
+
+    name: str
+    url: str
+    org: str
+    poll_minutes: float = 15.0
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """Where `feedmd run` writes each feed's JSON Feed and Atom files (empty: nowhere)."""
+
+    directory: str = ""
+    base_url: str = "http://localhost:8000"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration: settings, orgs with their feeds, outputs, database path."""
+
+    settings: Settings = field(default_factory=Settings)
+    feeds: tuple[FeedConfig, ...] = ()
+    output: OutputConfig = field(default_factory=OutputConfig)
+    database: str = "feedmd.db"
+    source: str = "<defaults>"
+
+    @property
+    def orgs(self) -> tuple[str, ...]:
+        """Org names in first-seen order."""
+        return tuple(dict.fromkeys(feed.org for feed in self.feeds))
+
+
+SETTING_FIELDS: dict[str, dataclasses.Field[Any]] = {
+    f.name: f for f in dataclasses.fields(Settings)
+}
+
+
+def coerce_setting(name: str, raw: Any, origin: str) -> Any:
+    """Convert and check one setting value; raise ConfigError naming the key and origin.
+
+    ``raw`` may be a TOML value or a string (environment variable, CLI flag).
+    """
+    spec = SETTING_FIELDS.get(name)
+    if spec is None:
+        raise ConfigError(f"{origin}: unknown setting {name!r}")
+    kind = type(spec.default)
+    value: Any
+    try:
+        if kind is bool:
+            value = _to_bool(raw)
+        elif kind is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            value = int(raw)
+        elif kind is float:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ValueError
+        else:
+            if not isinstance(raw, str):
+                raise ValueError
+            value = raw
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{origin}: setting {name!r} must be {kind.__name__}, got {raw!r}") from None
+    meta = spec.metadata
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        raise ConfigError(f"{origin}: setting {name!r} must be >= {meta['minimum']}, "
+                          f"got {value!r}")
+    if meta["maximum"] is not None and value > meta["maximum"]:
+        raise ConfigError(f"{origin}: setting {name!r} must be <= {meta['maximum']}, "
+                          f"got {value!r}")
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise ConfigError(f"{origin}: setting {name!r} must be one of "
+                          f"{', '.join(meta['choices'])}; got {value!r}")
+    return value
+
+
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(raw)
+
+
+def load_config(path: str | os.PathLike[str] | None = None,
+                environ: Mapping[str, str] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> Config:
+    """Build the Config: defaults, then the TOML file, then FEEDMD_* variables, then flags.
+
+    ``overrides`` are setting values from CLI flags (already typed by click, or strings).
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    feeds: tuple[FeedConfig, ...] = ()
+    output = OutputConfig()
+    database = "feedmd.db"
+    source = "<defaults>"
+    if path is not None:
+        source = str(path)
+        document = _read_toml(Path(path))
+        values, feeds, output, database = _parse_document(document, source)
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name in SETTING_FIELDS:
+            values[name] = coerce_setting(name, raw, f"environment variable {key}")
+        elif name == "database":
+            database = raw
+    for name, raw in (overrides or {}).items():
+        if raw is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        values[name] = coerce_setting(name, raw, f"flag {flag}")
+    settings = Settings(**values)
+    return Config(settings=settings, feeds=feeds, output=output, database=database,
+                  source=source)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
+
+
+_TOP_LEVEL_KEYS = {"database", "orgs", "output"}
+_ORG_KEYS = {"name", "feeds"}
+_FEED_KEYS = {"name", "url", "poll_minutes", "title"}
+_OUTPUT_KEYS = {"directory", "base_url"}
+
+
+def _parse_document(document: dict[str, Any], source: str
+                    ) -> tuple[dict[str, Any], tuple[FeedConfig, ...], OutputConfig, str]:
+    values: dict[str, Any] = {}
+    for key, raw in document.items():
+        if key in _TOP_LEVEL_KEYS:
+            continue
+        values[key] = coerce_setting(key, raw, source)
+    database = document.get("database", "feedmd.db")
+    if not isinstance(database, str) or not database:
+        raise ConfigError(f"{source}: 'database' must be a non-empty string")
+    output = _parse_output(document.get("output", {}), source)
+    feeds = _parse_orgs(document.get("orgs", []), source)
+    return values, feeds, output, database
+
+
+def _parse_output(raw: Any, source: str) -> OutputConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: [output] must be a table")
+    _reject_unknown(raw, _OUTPUT_KEYS, f"{source}: [output]")
+    for key in raw:
+        if not isinstance(raw[key], str):
+            raise ConfigError(f"{source}: output.{key} must be a string")
+    return OutputConfig(**raw)
+
+
+def _parse_orgs(raw: Any, source: str) -> tuple[FeedConfig, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{source}: 'orgs' must be an array of tables ([[orgs]])")
+    feeds: list[FeedConfig] = []
+    seen_orgs: set[str] = set()
+    seen_feeds: set[str] = set()
+    for index, org in enumerate(raw):
+        where = f"{source}: orgs[{index}]"
+        if not isinstance(org, dict):
+            raise ConfigError(f"{where} must be a table")
+        _reject_unknown(org, _ORG_KEYS, where)
+        org_name = org.get("name")
+        if not isinstance(org_name, str) or not FEED_NAME_PATTERN.match(org_name):
+            raise ConfigError(f"{where}.name must be a short lowercase name "
+                              f"(letters, digits, - and _), got {org_name!r}")
+        if org_name in seen_orgs:
+            raise ConfigError(f"{where}.name {org_name!r} is declared twice")
+        seen_orgs.add(org_name)
+        org_feeds = org.get("feeds", [])
+        if not isinstance(org_feeds, list):
+            raise ConfigError(f"{where}.feeds must be an array of tables")
+        for feed_index, feed in enumerate(org_feeds):
+            feeds.append(_parse_feed(feed, org_name, f"{where}.feeds[{feed_index}]",
+                                     seen_feeds))
+    return tuple(feeds)
+
+
+def _parse_feed(raw: Any, org: str, where: str, seen: set[str]) -> FeedConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a table")
+    _reject_unknown(raw, _FEED_KEYS, where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not FEED_NAME_PATTERN.match(name):
+        raise ConfigError(f"{where}.name must be a short lowercase name "
+                          f"(letters, digits, - and _), got {name!r}")
+    if name in seen:
+        raise ConfigError(f"{where}.name {name!r} is used by another feed; feed names are "
+                          "unique because they name the output files")
+    seen.add(name)
+    url = raw.get("url")
+    if not isinstance(url, str) or not re.match(r"^https?://[^\s/]+", url):
+        raise ConfigError(f"{where}.url must be an http(s) URL, got {url!r}")
+    poll = raw.get("poll_minutes", 15.0)
+    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
+        raise ConfigError(f"{where}.poll_minutes must be a positive number, got {poll!r}")
+    title = raw.get("title", "")
+    if not isinstance(title, str):
+        raise ConfigError(f"{where}.title must be a string")
+    return FeedConfig(name=name, url=url, org=org, poll_minutes=float(poll), title=title)
+
+
+def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} "
+                          f"(allowed: {', '.join(sorted(allowed))})")

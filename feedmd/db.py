@@ -1,0 +1,137 @@
+"""Open the SQLite store, apply migrations, and the read queries several stages share.
+
+The store is one SQLite file in WAL mode with foreign keys on. Migrations are the files
+``migrations/NNNN_name.sql``, applied in order when the store is opened, each inside one
+explicit transaction together with its row in ``schema_migrations`` (``executescript``
+would commit first, NOTES.md), so a failing migration leaves nothing half-applied.
+
+SQL lives here and in ``stages/store.py`` only, so another backend can replace both without
+touching the deciding stages.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import sqlite_utils
+
+from feedmd.errors import MigrationError, StoreError
+from feedmd.resources import data_dir
+from feedmd.timeutil import iso
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One migration file: its name (file stem) and SQL text."""
+
+    name: str
+    sql: str
+
+
+def available_migrations(folder: Path | None = None) -> list[Migration]:
+    """Return the migrations shipped with feedmd, in the order they apply."""
+    folder = folder or data_dir("migrations")
+    return [Migration(path.stem, path.read_text(encoding="utf-8"))
+            for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]_*.sql"))]
+
+
+def connect(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating if needed) the SQLite file without migrating it."""
+    path = Path(path)
+    if str(path) != ":memory:" and not path.parent.exists():
+        raise StoreError(f"{path}: the folder {path.parent} does not exist")
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot open as an SQLite database: {exc}") from None
+    return sqlite_utils.Database(conn)
+
+
+def open_store(path: str | Path, migrations: list[Migration] | None = None
+               ) -> sqlite_utils.Database:
+    """Open the store and apply every pending migration; return the database."""
+    db = connect(path)
+    apply_migrations(db, migrations)
+    return db
+
+
+@contextmanager
+def transaction(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
+    """Run the block in one IMMEDIATE transaction: all of it is committed or none of it."""
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+def _ensure_migrations_table(db: sqlite_utils.Database) -> None:
+    db.conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+
+
+def applied_migrations(db: sqlite_utils.Database) -> dict[str, str]:
+    """Return {migration name: applied_at} for the migrations already in this store."""
+    _ensure_migrations_table(db)
+    return dict(db.conn.execute("SELECT name, applied_at FROM schema_migrations"))
+
+
+def apply_migrations(db: sqlite_utils.Database,
+                     migrations: list[Migration] | None = None) -> list[str]:
+    """Apply pending migrations in order, each in its own transaction; return their names."""
+    migrations = available_migrations() if migrations is None else migrations
+    try:
+        done = applied_migrations(db)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot read the store: {exc}") from None
+    applied: list[str] = []
+    for migration in migrations:
+        if migration.name in done:
+            continue
+        try:
+            with transaction(db) as conn:
+                for statement in split_statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                             (migration.name, iso(datetime.now().astimezone())))
+        except sqlite3.DatabaseError as exc:
+            raise MigrationError(
+                f"migration {migration.name} failed and was rolled back: {exc}") from None
+        applied.append(migration.name)
+    return applied
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a migration script into complete SQL statements (comments kept inside)."""
+    statements: list[str] = []
+    current = ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip().strip(";").strip() and not _only_comments(current):
+                statements.append(current.strip())
+            current = ""
+    if current.strip() and not _only_comments(current):
+        raise MigrationError(f"unterminated SQL statement: {current.strip()[:80]!r}")
+    return statements
+
+
+def _only_comments(text: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
+

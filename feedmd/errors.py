@@ -1,0 +1,47 @@
+"""The feedmd error tree.
+
+Every error feedmd raises on purpose derives from ``FeedmdError``; the CLI maps it to a
+clean message and exit code at one place (``cli.py``), so bad input never shows a
+traceback::
+
+    FeedmdError
+    ├── ConfigError        bad feedmd.toml, environment variable or flag (names the key)
+    ├── StoreError         the database cannot be opened or migrated
+    │   └── MigrationError a migration failed; nothing of it was applied
+    └── FetchError         a feed or page could not be fetched or parsed
+        ├── ResponseTooLarge  the body passed the size limit
+        └── UnsupportedContent  not a feed / not HTML
+
+Errors on one feed or one page are recorded on that feed or item and the run goes on;
+only configuration and store errors stop a run.
+"""
+
+from __future__ import annotations
+
+
+class FeedmdError(Exception):
+    """Base of every error feedmd raises deliberately."""
+
+
+class ConfigError(FeedmdError):
+    """The configuration is invalid; the message names the key and where it came from."""
+
+
+class StoreError(FeedmdError):
+    """The SQLite store cannot be opened or is in an unusable state."""
+
+
+class MigrationError(StoreError):
+    """A migration failed and was rolled back."""
+
+
+class FetchError(FeedmdError):
+    """A feed or page could not be fetched or parsed."""
+
+
+class ResponseTooLarge(FetchError):
+    """A response body passed the configured size limit and was abandoned."""
+
+
+class UnsupportedContent(FetchError):
+    """The response is not of a type feedmd parses (for example a PDF where HTML was expected)."""

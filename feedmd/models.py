@@ -1,0 +1,155 @@
+"""The frozen dataclasses that flow between the stages.
+
+fetch -> ``FeedResult`` (with ``Entry`` rows) -> stage 1 -> ``Decision`` per entry ->
+scrape -> ``Page`` per surviving URL -> stage 2 -> ``Decision`` -> store -> deliver.
+
+Stages 1 and 2 read history only through ``WindowSnapshot``: plain data loaded by the store,
+so the deciding code never touches the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+DecisionKind = Literal["kept", "duplicate", "failed"]
+StageName = Literal["stage1", "scrape", "stage2"]
+
+
+@dataclass(frozen=True)
+class FeedSpec:
+    """A feed as the pipeline needs it: the config plus its stored fetch state."""
+
+    name: str
+    org: str
+    url: str
+    poll_minutes: float
+    title: str = ""
+    etag: str | None = None
+    last_modified: str | None = None
+    last_fetched_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One feed entry, with its link resolved to the publisher URL where possible."""
+
+    feed: str
+    org: str
+    entry_id: str
+    link: str
+    url: str
+    title: str
+    publisher: str
+    published: datetime
+    fetched: datetime
+    summary: str = ""
+    link_resolution: str = "direct"
+
+    @property
+    def key(self) -> str:
+        """Identity of the entry inside one run: feed name and entry id."""
+        return f"{self.feed}\x1f{self.entry_id}"
+
+
+@dataclass(frozen=True)
+class FeedResult:
+    """What fetching one feed produced: its new state, its entries, and what was skipped."""
+
+    feed: str
+    status: Literal["ok", "not-modified", "error"]
+    http_status: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    error: str | None = None
+    entries: tuple[Entry, ...] = ()
+    found: int = 0
+    skipped_old: int = 0
+    repeated_in_feed: int = 0
+    seen_before: int = 0
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a duplicate matched: a stored item (``item_id``) or an entry of this run."""
+
+    item_id: int | None = None
+    batch_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one entry at one stage, with the evidence a user needs to audit it."""
+
+    key: str
+    stage: StageName
+    decision: DecisionKind
+    rule: str | None = None
+    score: float | None = None
+    threshold: float | None = None
+    matched: Match | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredHeadline:
+    """A kept item in the dedup window, as stage 1 compares against it."""
+
+    item_id: int
+    feed: str
+    org: str
+    title: str
+    tokens: tuple[str, ...]
+    simhash: int
+    published: datetime
+
+
+@dataclass(frozen=True)
+class StoredBody:
+    """A kept item's prose digest in the dedup window, as stage 2 compares against it."""
+
+    item_id: int
+    feed: str
+    org: str
+    digest: str
+    published: datetime
+
+
+@dataclass(frozen=True)
+class WindowSnapshot:
+    """What the store holds inside the dedup window, for the feeds of this run."""
+
+    entry_ids: tuple[tuple[str, str, str, int], ...] = ()  # (feed, org, entry_id, item_id)
+    url_hashes: tuple[tuple[str, str, str, int], ...] = ()  # (feed, org, url_hash, item_id)
+    headlines: tuple[StoredHeadline, ...] = ()
+    bodies: tuple[StoredBody, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    """A scraped (or reused) page reduced to Markdown, prose and a digest."""
+
+    url_hash: str
+    url: str
+    org: str
+    status: Literal["ok", "reused", "failed", "not-html"]
+    http_status: int | None = None
+    content_type: str | None = None
+    markdown: str = ""
+    prose: str = ""
+    digest: str | None = None
+    no_digest_reason: str | None = None
+    error: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    extractor: str = ""
+    body_id: int | None = None
+
+
+@dataclass
+class StageTimer:
+    """Wall-clock seconds per pipeline step, for the run report."""
+
+    seconds: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,110 @@
+"""The run report: what a run found, dropped (by stage and rule), scraped, kept and
+delivered, and how long each step took. Printed after every run and stored with it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from feedmd.models import Decision, FeedResult, Page
+from feedmd.stages.stage1 import Stage1Result
+
+EXIT_OK = 0
+EXIT_PARTIAL = 3
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Counts of one run; ``status`` is 'ok', or 'partial' when a feed or page failed."""
+
+    run_id: int
+    as_of: str
+    status: str
+    feeds: int
+    feeds_not_modified: int
+    feeds_failed: int
+    found: int
+    skipped_old: int
+    repeated_in_feed: int
+    seen_before: int
+    new: int
+    dropped_stage1: dict[str, int]
+    scraped: int
+    reused: int
+    dropped_stage2: dict[str, int]
+    kept: int
+    failed: int
+    no_digest: int
+    delivered: int
+    seconds: dict[str, float]
+    feed_errors: dict[str, str] = field(default_factory=dict)
+    item_errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain JSON-ready data."""
+        return asdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when everything worked, EXIT_PARTIAL when some feeds or pages failed."""
+        return EXIT_OK if self.status == "ok" else EXIT_PARTIAL
+
+    def render(self) -> str:
+        """A short human-readable summary for the terminal."""
+        def rules(counts: Mapping[str, int]) -> str:
+            inner = ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))
+            return f"{sum(counts.values())}" + (f" ({inner})" if inner else "")
+
+        timing = ", ".join(f"{step} {sec:.2f}s" for step, sec in self.seconds.items())
+        lines = [
+            f"run {self.run_id} as of {self.as_of}: {self.status}",
+            f"  feeds        {self.feeds} ({self.feeds_not_modified} not modified, "
+            f"{self.feeds_failed} failed)",
+            f"  found        {self.found} entries ({self.skipped_old} older than the history "
+            f"window, {self.repeated_in_feed} repeated in a feed, {self.seen_before} seen "
+            f"before)",
+            f"  new          {self.new}",
+            f"  stage 1      dropped {rules(self.dropped_stage1)}",
+            f"  scraped      {self.scraped} pages fetched, {self.reused} reused",
+            f"  stage 2      dropped {rules(self.dropped_stage2)}",
+            f"  kept         {self.kept} ({self.no_digest} without a digest)",
+            f"  failed       {self.failed}",
+            f"  delivered    {self.delivered}",
+            f"  time         {timing}",
+        ]
+        lines += [f"  feed error   {name}: {error}" for name, error in
+                  sorted(self.feed_errors.items())]
+        lines += [f"  item error   {error}" for error in self.item_errors]
+        return "\n".join(lines)
+
+
+def build_report(run_id: int, as_of: str, feeds: Sequence[FeedResult], stage1: Stage1Result,
+                 pages: Mapping[tuple[str, str], Page], stage2: Mapping[str, Decision],
+                 delivered: int, seconds: Mapping[str, float]) -> RunReport:
+    """Count a run's outcome from the stages' results."""
+    final = {c.key: stage2.get(c.key) or stage1.decisions[c.key] for c in stage1.candidates}
+    dropped1 = Counter(d.rule or "" for d in stage1.decisions.values()
+                       if d.decision == "duplicate")
+    dropped2 = Counter(d.rule or "" for d in stage2.values() if d.decision == "duplicate")
+    failed = [d for d in final.values() if d.decision == "failed"]
+    titles = {c.key: c.entry.title for c in stage1.candidates}
+    kept = [d for d in final.values() if d.decision == "kept"]
+    feed_errors = {r.feed: r.error or "" for r in feeds if r.status == "error"}
+    status = "partial" if failed or feed_errors else "ok"
+    return RunReport(
+        run_id=run_id, as_of=as_of, status=status, feeds=len(feeds),
+        feeds_not_modified=sum(r.status == "not-modified" for r in feeds),
+        feeds_failed=len(feed_errors), found=sum(r.found for r in feeds),
+        skipped_old=sum(r.skipped_old for r in feeds),
+        repeated_in_feed=sum(r.repeated_in_feed for r in feeds),
+        seen_before=len(stage1.seen_before), new=len(stage1.candidates),
+        dropped_stage1=dict(dropped1),
+        scraped=sum(p.status != "reused" for p in pages.values()),
+        reused=sum(p.status == "reused" for p in pages.values()),
+        dropped_stage2=dict(dropped2), kept=len(kept), failed=len(failed),
+        no_digest=sum(1 for d in kept if d.stage == "stage2" and "no_digest" in d.evidence),
+        delivered=delivered, seconds={k: round(v, 3) for k, v in seconds.items()},
+        feed_errors=feed_errors,
+        item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed])

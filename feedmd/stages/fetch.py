@@ -1,0 +1,159 @@
+"""Fetch: feeds -> entries.
+
+Each due feed is requested with its stored ETag / Last-Modified (conditional GET; a 304
+costs nothing), parsed with feedparser, and turned into ``Entry`` rows: links resolved to
+publisher URLs (``links.resolve_offline``), entries older than the history window skipped
+and counted, and an entry id listed twice in one response kept once and counted. A feed
+that cannot be fetched or parsed becomes a ``FeedResult`` with status "error" and a
+readable reason; the other feeds go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import feedparser
+
+from feedmd.config import Settings
+from feedmd.errors import FetchError
+from feedmd.models import Entry, FeedResult, FeedSpec
+from feedmd.stages.http import Fetcher
+from feedmd.stages.links import resolve_offline
+
+MAX_TITLE_CHARS = 2000
+MAX_SUMMARY_CHARS = 20_000
+
+
+def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False
+              ) -> list[FeedSpec]:
+    """The feeds whose poll interval has passed since their last fetch (all with force)."""
+    return [feed for feed in feeds if force or feed.last_fetched_at is None
+            or now - feed.last_fetched_at >= timedelta(minutes=feed.poll_minutes)]
+
+
+def fetch_feeds(feeds: Sequence[FeedSpec], settings: Settings, now: datetime
+                ) -> list[FeedResult]:
+    """Fetch and parse every feed concurrently; one FeedResult per feed, in input order."""
+    return asyncio.run(_fetch_all(feeds, settings, now))
+
+
+async def _fetch_all(feeds: Sequence[FeedSpec], settings: Settings, now: datetime
+                     ) -> list[FeedResult]:
+    async with Fetcher(settings) as fetcher:
+        return list(await asyncio.gather(
+            *(fetch_feed(fetcher, feed, settings, now) for feed in feeds)))
+
+
+async def fetch_feed(fetcher: Fetcher, feed: FeedSpec, settings: Settings, now: datetime
+                     ) -> FeedResult:
+    """Fetch one feed with a conditional GET and parse it into entries."""
+    headers: dict[str, str] = {}
+    if feed.etag:
+        headers["If-None-Match"] = feed.etag
+    if feed.last_modified:
+        headers["If-Modified-Since"] = feed.last_modified
+    try:
+        response = await fetcher.get(feed.url, headers)
+    except FetchError as exc:
+        return FeedResult(feed=feed.name, status="error", error=f"fetch failed: {exc}")
+    if response.status == 304:
+        return FeedResult(feed=feed.name, status="not-modified", http_status=304,
+                          etag=feed.etag, last_modified=feed.last_modified)
+    if response.status >= 400:
+        return FeedResult(feed=feed.name, status="error", http_status=response.status,
+                          error=f"HTTP {response.status}")
+    return parse_feed(feed, response.body, response.headers, settings, now,
+                      http_status=response.status)
+
+
+def parse_feed(feed: FeedSpec, body: bytes, headers: dict[str, str], settings: Settings,
+               now: datetime, http_status: int | None = None) -> FeedResult:
+    """Parse a feed document into a FeedResult (pure: no network, no store)."""
+    etag = headers.get("etag")
+    last_modified = headers.get("last-modified")
+    try:
+        parsed = feedparser.parse(body, response_headers={
+            "content-type": headers.get("content-type", "application/xml"),
+            "content-location": feed.url})
+    except Exception as exc:  # feedparser is defensive, but a parser bug must not stop a run
+        return FeedResult(feed=feed.name, status="error", http_status=http_status,
+                          error=f"feed could not be parsed: {type(exc).__name__}: {exc}")
+    if parsed.get("bozo") and not parsed.entries:
+        reason = parsed.get("bozo_exception")
+        return FeedResult(feed=feed.name, status="error", http_status=http_status,
+                          error=f"malformed feed: {reason}")
+    if not parsed.entries and not parsed.get("version"):
+        return FeedResult(feed=feed.name, status="error", http_status=http_status,
+                          error="not a feed: no RSS or Atom document found")
+    fetched = now
+    oldest = now - timedelta(hours=settings.history_window_hours)
+    entries: list[Entry] = []
+    seen_ids: set[str] = set()
+    skipped_old = repeated = 0
+    for raw in parsed.entries:
+        entry = _to_entry(feed, raw, fetched)
+        if entry is None:
+            continue
+        if entry.entry_id in seen_ids:
+            repeated += 1
+            continue
+        seen_ids.add(entry.entry_id)
+        if entry.published < oldest:
+            skipped_old += 1
+            continue
+        entries.append(entry)
+    return FeedResult(feed=feed.name, status="ok", http_status=http_status, etag=etag,
+                      last_modified=last_modified, entries=tuple(entries),
+                      found=len(parsed.entries), skipped_old=skipped_old,
+                      repeated_in_feed=repeated)
+
+
+def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime) -> Entry | None:
+    link = _text(raw.get("link"))
+    title = _text(raw.get("title"))[:MAX_TITLE_CHARS]
+    if not link and not title:
+        return None
+    published = _entry_time(raw) or fetched
+    entry_id = _text(raw.get("id")) or link or _fallback_id(title, published)
+    resolution = resolve_offline(link) if link else None
+    return Entry(
+        feed=feed.name, org=feed.org, entry_id=entry_id[:2000], link=link,
+        url=resolution.url if resolution else "", title=title,
+        publisher=_publisher(raw), published=min(published, fetched), fetched=fetched,
+        summary=_text(raw.get("summary"))[:MAX_SUMMARY_CHARS],
+        link_resolution=resolution.method if resolution else "unresolved")
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _entry_time(raw: Any) -> datetime | None:
+    for key in ("published_parsed", "updated_parsed", "created_parsed"):
+        value = raw.get(key)
+        if value:
+            try:
+                return datetime.fromtimestamp(calendar.timegm(value), UTC)
+            except (OverflowError, ValueError, TypeError):
+                continue
+    return None
+
+
+def _publisher(raw: Any) -> str:
+    source = raw.get("source") or {}
+    for candidate in (source.get("title"), raw.get("author"),
+                      (raw.get("author_detail") or {}).get("name")):
+        text = _text(candidate)
+        if text:
+            return text[:200]
+    return ""
+
+
+def _fallback_id(title: str, published: datetime) -> str:
+    digest = hashlib.sha256(f"{title}\x1f{published.isoformat()}".encode()).hexdigest()
+    return f"feedmd:{digest[:32]}"

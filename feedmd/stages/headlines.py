@@ -1,0 +1,145 @@
+"""Headline normalisation and the three headline matchers of seed 003.
+
+Two headlines are the same story if any of these holds on their normalised token sets:
+token Jaccard >= ``jaccard_threshold``; containment >= ``containment_threshold`` when the
+smaller set has >= ``containment_min_tokens`` tokens; 64-bit simhashes within
+``simhash_max_bits``. A headline with fewer than ``headline_min_tokens`` tokens never
+clusters. Ratios are compared exactly by integer cross-multiplication against the threshold
+as a fraction, so a boundary case (3/5 against 0.6) is decided the same way every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from feedmd.config import Settings
+
+# Words that carry no identity in a headline: articles, short prepositions and the
+# newsroom verbs and labels seed 003 names ("the, to, says, new, live and similar").
+STOPWORDS = frozenset({
+    "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "at", "by", "with", "from",
+    "as", "is", "are", "was", "were", "be", "been", "its", "it", "this", "that", "says",
+    "said", "new", "live", "latest", "update", "updates", "breaking",
+})
+
+# A trailing " - Publisher" / " | Publisher" of at most this many words is the outlet's
+# name (Google News appends " - Publisher"), not part of the headline (seed 003).
+MAX_PUBLISHER_SUFFIX_WORDS = 4
+
+_SUFFIX = re.compile(r"\s+[-|–—]\s+([^-|–—]+)$")
+_DELETED = re.compile(r"['’ʼ`.]")
+_SEPARATORS = re.compile(r"[\W_]+")
+MAX_TITLE_CHARS = 2000
+
+
+def strip_publisher_suffix(title: str) -> str:
+    """Remove a trailing ' - Publisher' or ' | Publisher' of four words or fewer."""
+    match = _SUFFIX.search(title)
+    if match and len(match.group(1).split()) <= MAX_PUBLISHER_SUFFIX_WORDS:
+        stripped = title[:match.start()].strip()
+        if stripped:
+            return stripped
+    return title
+
+
+def normalize_headline(title: str) -> tuple[str, ...]:
+    """Return the headline's tokens: suffix stripped, lowercased, no punctuation, no stopwords.
+
+    Apostrophes and dots are deleted ("Mt." -> "mt", "U.S." -> "us", "Fed's" -> "feds");
+    every other punctuation mark separates words. Token order and repeats are kept (for
+    display); the matchers use the set. Never raises.
+    """
+    if not isinstance(title, str):
+        return ()
+    text = unicodedata.normalize("NFKC", title[:MAX_TITLE_CHARS]).strip()
+    text = strip_publisher_suffix(text).lower()
+    text = _SEPARATORS.sub(" ", _DELETED.sub("", text))
+    return tuple(token for token in text.split() if token not in STOPWORDS)
+
+
+def _token_hash(token: str) -> int:
+    return int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def simhash(tokens: tuple[str, ...] | frozenset[str]) -> int:
+    """64-bit simhash (Charikar 2002) of the distinct tokens, each weighted 1. Unsigned."""
+    counts = [0] * 64
+    for token in set(tokens):
+        value = _token_hash(token)
+        for bit in range(64):
+            counts[bit] += 1 if value >> bit & 1 else -1
+    result = 0
+    for bit, count in enumerate(counts):
+        if count > 0:
+            result |= 1 << bit
+    return result
+
+
+def to_signed64(value: int) -> int:
+    """Unsigned 64-bit -> signed, for SQLite INTEGER (NOTES.md: 2**63 overflows)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def to_unsigned64(value: int) -> int:
+    """Signed 64-bit (as stored) -> unsigned."""
+    return value + (1 << 64) if value < 0 else value
+
+
+@lru_cache(maxsize=64)
+def as_fraction(value: float) -> Fraction:
+    """The threshold as the exact decimal the user wrote (0.6 -> 3/5, not 0.5999...)."""
+    return Fraction(repr(value))
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A headline ready for matching: its token set and the simhash of those tokens."""
+
+    tokens: frozenset[str]
+    simhash: int
+
+    @classmethod
+    def from_tokens(cls, tokens: tuple[str, ...] | frozenset[str]) -> Headline:
+        """Build from normalised tokens (computes the simhash once)."""
+        return cls(frozenset(tokens), simhash(tokens))
+
+
+@dataclass(frozen=True)
+class HeadlineMatch:
+    """Why two headlines are the same story: the rule, its score and threshold, shared tokens."""
+
+    rule: str
+    score: float
+    threshold: float
+    shared: tuple[str, ...]
+
+
+def match_headlines(first: Headline, second: Headline, settings: Settings
+                    ) -> HeadlineMatch | None:
+    """Return the first rule (jaccard, containment, simhash) under which two headlines match."""
+    a, b = first.tokens, second.tokens
+    if len(a) < settings.headline_min_tokens or len(b) < settings.headline_min_tokens:
+        return None
+    shared = a & b
+    inter = len(shared)
+    union = len(a) + len(b) - inter
+    jaccard = as_fraction(settings.jaccard_threshold)
+    if inter * jaccard.denominator >= jaccard.numerator * union:
+        return HeadlineMatch("jaccard", inter / union, settings.jaccard_threshold,
+                             tuple(sorted(shared)))
+    smaller = min(len(a), len(b))
+    containment = as_fraction(settings.containment_threshold)
+    if (smaller >= settings.containment_min_tokens
+            and inter * containment.denominator >= containment.numerator * smaller):
+        return HeadlineMatch("containment", inter / smaller, settings.containment_threshold,
+                             tuple(sorted(shared)))
+    bits = (first.simhash ^ second.simhash).bit_count()
+    if bits <= settings.simhash_max_bits:
+        return HeadlineMatch("simhash", float(bits), float(settings.simhash_max_bits),
+                             tuple(sorted(shared)))
+    return None

@@ -1,0 +1,101 @@
+"""Scrape: stage-1 survivors -> page -> Markdown (trafilatura) -> prose and digest.
+
+Only survivors are fetched: every item stage 1 dropped is a page we never pay for. A page
+already scraped by any feed of the same org is reused (``known``), and one URL listed by
+two feeds of the org in one run is fetched once. Non-HTML responses are recorded as such
+and not parsed; HTTP errors, timeouts and oversized bodies become failed pages with a
+reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+import trafilatura
+
+from feedmd.config import Settings
+from feedmd.errors import FetchError
+from feedmd.models import Page
+from feedmd.stages.http import Fetcher
+from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
+from feedmd.stages.stage1 import Candidate
+
+EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
+
+PageKey = tuple[str, str]  # (org, page key)
+
+
+def page_keys(survivors: Sequence[Candidate]) -> list[PageKey]:
+    """The (org, page key) of every survivor: what a page is stored and reused under."""
+    return [(candidate.entry.org, candidate.page_key) for candidate in survivors]
+
+
+def scrape(survivors: Sequence[Candidate], known: Mapping[PageKey, Page], settings: Settings,
+           on_page: Callable[[int, int], None] | None = None) -> dict[PageKey, Page]:
+    """Return a Page for every survivor's (org, page key): reused when known, else fetched."""
+    pages: dict[PageKey, Page] = {}
+    to_fetch: dict[PageKey, str] = {}
+    for candidate in survivors:
+        key = (candidate.entry.org, candidate.page_key)
+        if key in pages or key in to_fetch:
+            continue
+        if key in known:
+            pages[key] = replace(known[key], status="reused")
+        else:
+            to_fetch[key] = candidate.entry.url
+    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page))
+    pages.update(fetched)
+    return pages
+
+
+async def _fetch_pages(targets: Mapping[PageKey, str], settings: Settings,
+                       on_page: Callable[[int, int], None] | None) -> dict[PageKey, Page]:
+    done = 0
+
+    async with Fetcher(settings) as fetcher:
+        async def one(key: PageKey) -> tuple[PageKey, Page]:
+            nonlocal done
+            page = await fetch_page(fetcher, key, targets[key], settings)
+            done += 1
+            if on_page is not None:
+                on_page(done, len(targets))
+            return key, page
+
+        return dict(await asyncio.gather(*(one(key) for key in targets)))
+
+
+async def fetch_page(fetcher: Fetcher, key: PageKey, url: str, settings: Settings) -> Page:
+    """Fetch one page and reduce it; failures become a failed Page with a reason."""
+    org, page_key = key
+    base = Page(url_hash=page_key, url=url, org=org, status="failed", extractor=EXTRACTOR)
+    try:
+        response = await fetcher.get(url)
+    except FetchError as exc:
+        return replace(base, error=f"scrape failed: {exc}")
+    base = replace(base, http_status=response.status, content_type=response.content_type,
+                   etag=response.headers.get("etag"),
+                   last_modified=response.headers.get("last-modified"))
+    if response.status >= 400:
+        return replace(base, error=f"scrape failed: HTTP {response.status}")
+    if response.content_type not in HTML_TYPES:
+        return replace(base, status="not-html",
+                       no_digest_reason=f"not HTML: {response.content_type}")
+    return extract_page(base, response.body, settings)
+
+
+def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
+    """Run trafilatura on an HTML body and fingerprint its prose (pure, no network)."""
+    if not body.strip():
+        return replace(base, status="ok", no_digest_reason="empty page")
+    try:
+        markdown = trafilatura.extract(
+            body, url=base.url or None, output_format="markdown", include_comments=False,
+            include_links=True, include_tables=True, include_images=False) or ""
+    except Exception as exc:  # trafilatura on hostile HTML must not stop the run
+        return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
+    prose = markdown_to_prose(markdown, settings)
+    return replace(base, status="ok", markdown=markdown, prose=prose.text,
+                   digest=prose.digest, no_digest_reason=prose.no_digest_reason)

@@ -1,0 +1,368 @@
+"""Store: the SQL that reads the window for the stages and writes a run's decisions.
+
+A run's results (items, bodies, the feeds' new ETag / Last-Modified, the report) are
+written in ONE transaction, so a run killed half-way leaves the store as it was before the
+run and the next run simply does the work again: no half-stored batch, no feed whose ETag
+says "seen" while its entries were lost.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlite_utils
+
+from feedmd.config import Config, Settings
+from feedmd.db import transaction
+from feedmd.models import (
+    Decision,
+    Entry,
+    FeedResult,
+    FeedSpec,
+    Page,
+    StoredBody,
+    StoredHeadline,
+    WindowSnapshot,
+)
+from feedmd.stages.headlines import to_signed64, to_unsigned64
+from feedmd.stages.prose import prose_settings_version
+from feedmd.stages.stage1 import Stage1Result
+from feedmd.timeutil import iso, parse_iso
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class StoredItems:
+    """Ids given to this run's items, keyed by entry key, and the kept ones."""
+
+    ids: dict[str, int]
+    kept: list[int]
+
+
+class Store:
+    """The SQLite store as the pipeline uses it."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+        self.conn: sqlite3.Connection = db.conn
+
+    # ---- feeds and runs -------------------------------------------------------------
+
+    def sync_feeds(self, config: Config) -> None:
+        """Create or update the orgs and feeds declared in the config."""
+        now = iso(datetime.now().astimezone())
+        with transaction(self.db) as conn:
+            for org in config.orgs:
+                conn.execute("INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)",
+                             (org, now))
+            for feed in config.feeds:
+                org_id = self._org_id(feed.org)
+                conn.execute(
+                    "INSERT INTO feeds (org_id, name, url, title, poll_minutes)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
+                    " org_id = excluded.org_id, url = excluded.url, title = excluded.title,"
+                    " poll_minutes = excluded.poll_minutes",
+                    (org_id, feed.name, feed.url, feed.title, feed.poll_minutes))
+
+    def _org_id(self, name: str) -> int:
+        row = self.conn.execute("SELECT id FROM orgs WHERE name = ?", (name,)).fetchone()
+        return int(row[0])
+
+    def feed_specs(self, names: Iterable[str]) -> list[FeedSpec]:
+        """The stored state (ETag, Last-Modified, last fetch) of the named feeds."""
+        specs = []
+        for name in names:
+            row = self.conn.execute(
+                "SELECT f.name, o.name, f.url, f.poll_minutes, f.title, f.etag,"
+                " f.last_modified, f.last_fetched_at FROM feeds f JOIN orgs o"
+                " ON o.id = f.org_id WHERE f.name = ?", (name,)).fetchone()
+            if row is None:
+                continue
+            specs.append(FeedSpec(name=row[0], org=row[1], url=row[2], poll_minutes=row[3],
+                                  title=row[4], etag=row[5], last_modified=row[6],
+                                  last_fetched_at=parse_iso(row[7]) if row[7] else None))
+        return specs
+
+    def start_run(self, now: datetime, started: datetime, settings: Settings) -> int:
+        """Record a run as started (committed at once, so a crash leaves a trace)."""
+        with transaction(self.db) as conn:
+            cursor = conn.execute(
+                "INSERT INTO runs (started_at, as_of, status, settings_json)"
+                " VALUES (?, ?, 'running', ?)",
+                (iso(started), iso(now), json.dumps(settings.describe(), sort_keys=True)))
+            return int(cursor.lastrowid or 0)
+
+    def fail_run(self, run_id: int, finished: datetime, error: str) -> None:
+        """Mark a run failed (an unexpected error; nothing of its batch was stored)."""
+        with transaction(self.db) as conn:
+            conn.execute("UPDATE runs SET status = 'failed', finished_at = ?, report_json = ?"
+                         " WHERE id = ?", (iso(finished), json.dumps({"error": error}), run_id))
+
+    # ---- what the stages read -------------------------------------------------------
+
+    def known_entries(self, entries: Sequence[Entry]) -> set[tuple[str, str]]:
+        """The (feed, entry_id) pairs of ``entries`` already stored."""
+        known: set[tuple[str, str]] = set()
+        by_feed: dict[str, list[str]] = {}
+        for entry in entries:
+            by_feed.setdefault(entry.feed, []).append(entry.entry_id)
+        for feed, ids in by_feed.items():
+            for chunk in _chunks(ids):
+                marks = ",".join("?" * len(chunk))
+                rows = self.conn.execute(
+                    f"SELECT i.entry_id FROM items i JOIN feeds f ON f.id = i.feed_id"
+                    f" WHERE f.name = ? AND i.entry_id IN ({marks})", (feed, *chunk))
+                known.update((feed, row[0]) for row in rows)
+        return known
+
+    def snapshot(self, entries: Sequence[Entry], settings: Settings, now: datetime
+                 ) -> WindowSnapshot:
+        """What the window holds for the orgs of these entries: the stages' only view of
+        history. Duplicates are represented by their canonical item."""
+        orgs = sorted({entry.org for entry in entries})
+        if not orgs:
+            return WindowSnapshot()
+        cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
+        marks = ",".join("?" * len(orgs))
+        rows = self.conn.execute(
+            f"SELECT i.id, f.name, o.name, i.entry_id, i.url_hash, i.title_raw, i.title_norm,"
+            f" i.simhash, i.published_at, i.decision, i.matched_item_id, b.digest"
+            f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
+            f" LEFT JOIN bodies b ON b.id = i.body_id"
+            f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
+            f" AND i.decision IN ('kept', 'duplicate')", (*orgs, cutoff)).fetchall()
+        entry_ids, url_hashes, headlines, bodies = [], [], [], []
+        for (item_id, feed, org, entry_id, hashed, title, norm, simhash, published,
+             decision, matched, digest) in rows:
+            canonical = matched if decision == "duplicate" and matched else item_id
+            entry_ids.append((feed, org, entry_id, canonical))
+            if hashed:
+                url_hashes.append((feed, org, hashed, canonical))
+            if decision != "kept":
+                continue
+            when = parse_iso(published)
+            headlines.append(StoredHeadline(
+                item_id=item_id, feed=feed, org=org, title=title,
+                tokens=tuple(norm.split()), simhash=to_unsigned64(simhash), published=when))
+            if digest:
+                bodies.append(StoredBody(item_id=item_id, feed=feed, org=org, digest=digest,
+                                         published=when))
+        return WindowSnapshot(entry_ids=tuple(entry_ids), url_hashes=tuple(url_hashes),
+                              headlines=tuple(headlines), bodies=tuple(bodies))
+
+    def known_pages(self, keys: Iterable[tuple[str, str]], settings: Settings
+                    ) -> dict[tuple[str, str], Page]:
+        """Bodies already scraped in the org for these (org, page key) pairs, reusable when
+        their prose settings match the current ones."""
+        version = prose_settings_version(settings)
+        pages: dict[tuple[str, str], Page] = {}
+        for org, page_key in set(keys):
+            row = self.conn.execute(
+                "SELECT b.id, b.url, b.http_status, b.content_type, b.markdown, b.prose,"
+                " b.digest, b.no_digest_reason, b.etag, b.last_modified, b.extractor"
+                " FROM bodies b JOIN orgs o ON o.id = b.org_id"
+                " WHERE o.name = ? AND b.url_hash = ? AND b.settings_version = ?",
+                (org, page_key, version)).fetchone()
+            if row is None:
+                continue
+            pages[(org, page_key)] = Page(
+                url_hash=page_key, url=row[1], org=org, status="ok", http_status=row[2],
+                content_type=row[3], markdown=row[4], prose=row[5], digest=row[6],
+                no_digest_reason=row[7], etag=row[8], last_modified=row[9],
+                extractor=row[10], body_id=row[0])
+        return pages
+
+    # ---- writing a run --------------------------------------------------------------
+
+    def persist(self, run_id: int, feeds: Sequence[FeedResult], stage1: Stage1Result,
+                pages: Mapping[tuple[str, str], Page], stage2: Mapping[str, Decision],
+                settings: Settings, now: datetime) -> StoredItems:
+        """Write the run's feeds state, bodies and items in one transaction."""
+        version = prose_settings_version(settings)
+        ids: dict[str, int] = {}
+        kept: list[int] = []
+        with transaction(self.db) as conn:
+            for result in feeds:
+                self._update_feed(conn, result, now)
+            body_ids = {key: self._upsert_body(conn, page, version, now)
+                        for key, page in pages.items() if page.status != "failed"}
+            feed_ids = dict(conn.execute("SELECT name, id FROM feeds").fetchall())
+            org_ids = dict(conn.execute("SELECT name, id FROM orgs").fetchall())
+            for candidate in stage1.candidates:
+                entry = candidate.entry
+                decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
+                matched_id = None
+                if decision.matched is not None:
+                    matched_id = decision.matched.item_id or ids[decision.matched.batch_key
+                                                                 or ""]
+                body_id = body_ids.get((entry.org, candidate.page_key))
+                cursor = conn.execute(
+                    "INSERT INTO items (run_id, feed_id, org_id, entry_id, link,"
+                    " link_resolution, url_raw, url, url_hash, title_raw, title_norm, simhash,"
+                    " publisher, summary, published_at, fetched_at, stage, decision, rule,"
+                    " score, threshold, matched_item_id, evidence_json, error, window_hours,"
+                    " scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, feed_ids[entry.feed], org_ids[entry.org], entry.entry_id,
+                     entry.link, entry.link_resolution, entry.url, candidate.url or None,
+                     candidate.url_hash or None, entry.title, " ".join(candidate.tokens),
+                     to_signed64(candidate.headline.simhash), entry.publisher, entry.summary,
+                     iso(entry.published), iso(entry.fetched), decision.stage,
+                     decision.decision, decision.rule, decision.score, decision.threshold,
+                     matched_id, json.dumps(decision.evidence, ensure_ascii=False,
+                                            sort_keys=True),
+                     decision.error, settings.dedup_window_hours, settings.dedup_scope,
+                     body_id if decision.stage != "stage1" else None))
+                item_id = int(cursor.lastrowid or 0)
+                ids[candidate.key] = item_id
+                if decision.decision == "kept":
+                    kept.append(item_id)
+        return StoredItems(ids=ids, kept=kept)
+
+    def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime
+                     ) -> None:
+        if result.status == "error":
+            conn.execute("UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
+                         " last_http_status = ?, last_error = ? WHERE name = ?",
+                         (iso(now), result.http_status, result.error, result.feed))
+            return
+        conn.execute("UPDATE feeds SET etag = ?, last_modified = ?, last_fetched_at = ?,"
+                     " last_status = ?, last_http_status = ?, last_error = NULL"
+                     " WHERE name = ?", (result.etag, result.last_modified, iso(now),
+                                         result.status, result.http_status, result.feed))
+
+    def _upsert_body(self, conn: sqlite3.Connection, page: Page, version: str,
+                     now: datetime) -> int:
+        if page.body_id is not None:
+            return page.body_id
+        org_id = conn.execute("SELECT id FROM orgs WHERE name = ?", (page.org,)).fetchone()[0]
+        conn.execute(
+            "INSERT INTO bodies (org_id, url_hash, url, fetched_at, http_status, content_type,"
+            " etag, last_modified, markdown, prose, prose_chars, digest, no_digest_reason,"
+            " extractor, settings_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(org_id, url_hash) DO UPDATE SET url = excluded.url,"
+            " fetched_at = excluded.fetched_at, http_status = excluded.http_status,"
+            " content_type = excluded.content_type, etag = excluded.etag,"
+            " last_modified = excluded.last_modified, markdown = excluded.markdown,"
+            " prose = excluded.prose, prose_chars = excluded.prose_chars,"
+            " digest = excluded.digest, no_digest_reason = excluded.no_digest_reason,"
+            " extractor = excluded.extractor, settings_version = excluded.settings_version",
+            (org_id, page.url_hash, page.url, iso(now), page.http_status, page.content_type,
+             page.etag, page.last_modified, page.markdown, page.prose, len(page.prose),
+             page.digest, page.no_digest_reason, page.extractor, version))
+        row = conn.execute("SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?",
+                           (org_id, page.url_hash)).fetchone()
+        return int(row[0])
+
+    def finish_run(self, run_id: int, finished: datetime, status: str,
+                   report: Mapping[str, Any]) -> None:
+        """Record the run's end, status and report."""
+        with transaction(self.db) as conn:
+            conn.execute("UPDATE runs SET status = ?, finished_at = ?, report_json = ?"
+                         " WHERE id = ?",
+                         (status, iso(finished), json.dumps(report, sort_keys=True), run_id))
+
+
+def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start:start + _CHUNK]
+
+
+@dataclass(frozen=True)
+class AlsoPublished:
+    """A duplicate of a kept item, shown as "also published by"."""
+
+    item_id: int
+    publisher: str
+    url: str
+    title: str
+    rule: str
+    score: float | None
+    stage: str
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """A kept item as the outputs render it."""
+
+    item_id: int
+    feed: str
+    org: str
+    entry_id: str
+    url: str
+    title: str
+    publisher: str
+    summary: str
+    published: datetime
+    markdown: str
+    also_published_by: tuple[AlsoPublished, ...]
+
+
+@dataclass(frozen=True)
+class FeedInfo:
+    """A feed's identity for rendering its outputs."""
+
+    name: str
+    org: str
+    url: str
+    title: str
+
+
+def feed_info(store: Store, name: str) -> FeedInfo | None:
+    """The stored feed named ``name``, or None."""
+    row = store.conn.execute(
+        "SELECT f.name, o.name, f.url, f.title FROM feeds f JOIN orgs o ON o.id = f.org_id"
+        " WHERE f.name = ?", (name,)).fetchone()
+    return FeedInfo(*row) if row else None
+
+
+def feed_items(store: Store, feed: str, limit: int = 100) -> list[FeedItem]:
+    """The newest ``limit`` kept items of a feed with their bodies and duplicates."""
+    rows = store.conn.execute(
+        "SELECT i.id, f.name, o.name, i.entry_id, i.url_raw, i.title_raw, i.publisher,"
+        " i.summary, i.published_at, COALESCE(b.markdown, '')"
+        " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
+        " LEFT JOIN bodies b ON b.id = i.body_id"
+        " WHERE f.name = ? AND i.decision = 'kept'"
+        " ORDER BY i.published_at DESC, i.id DESC LIMIT ?", (feed, limit)).fetchall()
+    items = []
+    for row in rows:
+        also = tuple(AlsoPublished(*dup) for dup in store.conn.execute(
+            "SELECT id, publisher, url_raw, title_raw, rule, score, stage FROM items"
+            " WHERE matched_item_id = ? AND decision = 'duplicate'"
+            " ORDER BY published_at, id", (row[0],)))
+        items.append(FeedItem(item_id=row[0], feed=row[1], org=row[2], entry_id=row[3],
+                              url=row[4], title=row[5], publisher=row[6], summary=row[7],
+                              published=parse_iso(row[8]), markdown=row[9],
+                              also_published_by=also))
+    return items
+
+
+def feeds_of_items(store: Store, item_ids: Sequence[int]) -> list[str]:
+    """Names of the feeds the given items belong to, sorted."""
+    names: set[str] = set()
+    for chunk in _chunks([str(i) for i in item_ids]):
+        marks = ",".join("?" * len(chunk))
+        names.update(row[0] for row in store.conn.execute(
+            f"SELECT DISTINCT f.name FROM items i JOIN feeds f ON f.id = i.feed_id"
+            f" WHERE i.id IN ({marks})", [int(i) for i in chunk]))
+    return sorted(names)
+
+
+def record_deliveries(store: Store, run_id: int, item_ids: Sequence[int], target: str,
+                      now: datetime) -> int:
+    """Record items as delivered to ``target`` (once per item and target); return how many
+    were new deliveries."""
+    with transaction(store.db) as conn:
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
+            " created_at, delivered_at) VALUES (?, ?, ?, 'delivered', 1, ?, ?)",
+            [(item_id, run_id, target, iso(now), iso(now)) for item_id in item_ids])
+        return conn.total_changes - before

@@ -1,0 +1,174 @@
+"""Shared test fixtures: a real loopback HTTP server over a site built per test, real
+SQLite files in tmp_path, and helpers to write feeds and article pages."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import pytest
+
+from feedmd.config import Config, FeedConfig, OutputConfig, Settings
+from feedmd.db import open_store
+from feedmd.fixture_server import FixtureServer
+from feedmd.stages.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+SHARED = REPO.parent / "shared"
+DAY = datetime(2026, 10, 12, tzinfo=UTC)
+
+
+def at(hour: int, minute: int = 0) -> datetime:
+    """A time on the test day (2026-10-12, UTC)."""
+    return DAY.replace(hour=hour, minute=minute)
+
+
+@dataclasses.dataclass
+class FeedItemSpec:
+    """One item of a test RSS feed."""
+
+    title: str
+    link: str
+    published: datetime
+    guid: str | None = None
+    publisher: str = "Test Publisher"
+
+
+def rss(items: Sequence[FeedItemSpec], title: str = "Test feed") -> str:
+    """An RSS 2.0 document with the given items."""
+    parts = []
+    for item in items:
+        parts.append(
+            "<item>"
+            f"<title>{escape(item.title)}</title>"
+            f"<link>{escape(item.link)}</link>"
+            f"<guid isPermaLink=\"false\">{escape(item.guid or item.link)}</guid>"
+            f"<pubDate>{format_datetime(item.published, usegmt=True)}</pubDate>"
+            f"<source url=\"http://publisher.example\">{escape(item.publisher)}</source>"
+            "</item>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel>'
+            f"<title>{escape(title)}</title><link>http://feeds.example/</link>"
+            f"<description>test</description>{''.join(parts)}</channel></rss>\n")
+
+
+FURNITURE_NAV = " ".join(f'<li><a href="/section/{i}">Section {i}</a></li>' for i in range(30))
+
+
+def article_html(title: str, paragraphs: Sequence[str], lang: str = "en") -> str:
+    """An article page with realistic furniture around its paragraphs."""
+    body = "\n".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+    related = "\n".join(
+        f'<li><a href="/related/{i}">Related headline number {i} about something else '
+        f"entirely that readers also clicked</a></li>" for i in range(8))
+    return textwrap.dedent(f"""\
+        <!doctype html>
+        <html lang="{lang}"><head><meta charset="utf-8"><title>{escape(title)}</title></head>
+        <body>
+        <div class="cookie-banner">We use cookies to improve your experience. Accept all
+        cookies or manage your preferences in the settings of this website.</div>
+        <nav><ul>{FURNITURE_NAV}</ul></nav>
+        <main><article>
+        <h1>{escape(title)}</h1>
+        <p class="byline">By Staff Writer</p>
+        {body}
+        </article>
+        <aside class="related"><h2>Most read</h2><ul>{related}</ul></aside>
+        </main>
+        <section class="comments"><h2>Comments</h2>
+        <div class="comment"><p>This is a reader comment that goes on for quite a number of
+        words so that it looks like prose to a naive extractor.</p></div></section>
+        <footer><p>Copyright 2026 Test Publisher. All rights reserved.</p></footer>
+        </body></html>
+        """)
+
+
+def story(seed: str, paragraphs: int = 6) -> list[str]:
+    """Deterministic distinct news prose for a story keyed by ``seed``."""
+    words = ("council budget river bridge station harbour minister court election vaccine "
+             "factory strike rainfall drought museum festival school hospital market tariff "
+             "airport railway league stadium theatre library orchard vineyard mine reactor "
+             "satellite ferry").split()
+    offset = sum(ord(ch) for ch in seed)
+    out = []
+    for n in range(paragraphs):
+        chosen = [words[(offset * (n + 3) + k * 7 + n) % len(words)] for k in range(9)]
+        out.append(
+            f"In {seed} the {chosen[0]} officials said on Monday that the {chosen[1]} and the "
+            f"{chosen[2]} would be reviewed after residents raised concerns about the "
+            f"{chosen[3]}, while the {chosen[4]} committee promised a report on the "
+            f"{chosen[5]} near the {chosen[6]} by the end of the month, paragraph {n} of "
+            f"the {chosen[7]} {chosen[8]} coverage.")
+    return out
+
+
+class Site:
+    """A fixture site under tmp_path served by a real FixtureServer."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "site").mkdir(parents=True, exist_ok=True)
+        self.routes: list[dict[str, Any]] = []
+        self.server: FixtureServer | None = None
+
+    def put(self, url: str, content: str | bytes) -> str:
+        """Serve ``content`` at ``url`` (http://host/path); return the URL."""
+        host_path = url.split("://", 1)[1].split("?", 1)[0]
+        path = self.root / "site" / host_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        path.write_bytes(data)
+        return url
+
+    def route(self, url: str, **behaviour: Any) -> None:
+        """Declare a special route (delay_seconds, status) before start()."""
+        self.routes.append({"url": url, **behaviour})
+
+    def start(self) -> FixtureServer:
+        """Write routes.toml and start the server."""
+        lines = []
+        for route in self.routes:
+            lines.append("[[route]]")
+            lines += [f"{key} = {json.dumps(value)}" for key, value in route.items()]
+        (self.root / "routes.toml").write_text("\n".join(lines) + "\n")
+        self.server = FixtureServer(self.root).start()
+        return self.server
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    """A per-test fixture site (call ``site.start()`` after adding pages)."""
+    built = Site(tmp_path / "fixture-root")
+    yield built
+    built.stop()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A real, migrated SQLite store in tmp_path."""
+    opened = Store(open_store(tmp_path / "feedmd.db"))
+    yield opened
+    opened.db.close()
+
+
+def make_config(feeds: Sequence[tuple[str, str, str]], server: FixtureServer | None = None,
+                **settings: Any) -> Config:
+    """A Config of (org, name, url) feeds, proxied through the fixture server."""
+    values: dict[str, Any] = {"fetch_timeout_seconds": 5.0, **settings}
+    if server is not None:
+        values["proxy"] = server.proxy_url
+    return Config(settings=Settings(**values),
+                  feeds=tuple(FeedConfig(name=name, url=url, org=org)
+                              for org, name, url in feeds),
+                  output=OutputConfig())
