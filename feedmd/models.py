@@ -67,7 +67,7 @@ class FeedResult:
     found: int = 0
     skipped_old: int = 0
     repeated_in_feed: int = 0
-    seen_before: int = 0
+    invalid: int = 0
 
 
 @dataclass(frozen=True)

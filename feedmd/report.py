@@ -28,6 +28,7 @@ class RunReport:
     found: int
     skipped_old: int
     repeated_in_feed: int
+    invalid_entries: int
     seen_before: int
     new: int
     dropped_stage1: dict[str, int]
@@ -63,8 +64,8 @@ class RunReport:
             f"  feeds        {self.feeds} ({self.feeds_not_modified} not modified, "
             f"{self.feeds_failed} failed)",
             f"  found        {self.found} entries ({self.skipped_old} older than the history "
-            f"window, {self.repeated_in_feed} repeated in a feed, {self.seen_before} seen "
-            f"before)",
+            f"window, {self.repeated_in_feed} repeated in a feed, {self.invalid_entries} without "
+            f"a link, {self.seen_before} seen before)",
             f"  new          {self.new}",
             f"  stage 1      dropped {rules(self.dropped_stage1)}",
             f"  scraped      {self.scraped} pages fetched, {self.reused} reused",
@@ -99,6 +100,7 @@ def build_report(run_id: int, as_of: str, feeds: Sequence[FeedResult], stage1: S
         feeds_failed=len(feed_errors), found=sum(r.found for r in feeds),
         skipped_old=sum(r.skipped_old for r in feeds),
         repeated_in_feed=sum(r.repeated_in_feed for r in feeds),
+        invalid_entries=sum(r.invalid for r in feeds),
         seen_before=len(stage1.seen_before), new=len(stage1.candidates),
         dropped_stage1=dict(dropped1),
         scraped=sum(p.status != "reused" for p in pages.values()),

@@ -92,10 +92,7 @@ def article_html(title: str, paragraphs: Sequence[str], lang: str = "en") -> str
 
 def story(seed: str, paragraphs: int = 6) -> list[str]:
     """Deterministic distinct news prose for a story keyed by ``seed``."""
-    words = ("council budget river bridge station harbour minister court election vaccine "
-             "factory strike rainfall drought museum festival school hospital market tariff "
-             "airport railway league stadium theatre library orchard vineyard mine reactor "
-             "satellite ferry").split()
+    words = ["council", "budget", "river", "bridge", "station", "harbour", "minister", "court", "election", "vaccine", "factory", "strike", "rainfall", "drought", "museum", "festival", "school", "hospital", "market", "tariff", "airport", "railway", "league", "stadium", "theatre", "library", "orchard", "vineyard", "mine", "reactor", "satellite", "ferry"]
     offset = sum(ord(ch) for ch in seed)
     out = []
     for n in range(paragraphs):

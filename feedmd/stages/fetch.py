@@ -27,6 +27,7 @@ from feedmd.stages.links import resolve_offline
 
 MAX_TITLE_CHARS = 2000
 MAX_SUMMARY_CHARS = 20_000
+MAX_LINK_CHARS = 8192
 
 
 def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False
@@ -83,21 +84,18 @@ def parse_feed(feed: FeedSpec, body: bytes, headers: dict[str, str], settings: S
     except Exception as exc:  # feedparser is defensive, but a parser bug must not stop a run
         return FeedResult(feed=feed.name, status="error", http_status=http_status,
                           error=f"feed could not be parsed: {type(exc).__name__}: {exc}")
-    if parsed.get("bozo") and not parsed.entries:
-        reason = parsed.get("bozo_exception")
+    if not parsed.entries and not parsed.get("version"):
+        reason = parsed.get("bozo_exception") or "no RSS or Atom document found"
         return FeedResult(feed=feed.name, status="error", http_status=http_status,
                           error=f"malformed feed: {reason}")
-    if not parsed.entries and not parsed.get("version"):
-        return FeedResult(feed=feed.name, status="error", http_status=http_status,
-                          error="not a feed: no RSS or Atom document found")
-    fetched = now
     oldest = now - timedelta(hours=settings.history_window_hours)
     entries: list[Entry] = []
     seen_ids: set[str] = set()
-    skipped_old = repeated = 0
+    skipped_old = repeated = invalid = 0
     for raw in parsed.entries:
-        entry = _to_entry(feed, raw, fetched)
+        entry = _to_entry(feed, raw, now)
         if entry is None:
+            invalid += 1
             continue
         if entry.entry_id in seen_ids:
             repeated += 1
@@ -107,26 +105,30 @@ def parse_feed(feed: FeedSpec, body: bytes, headers: dict[str, str], settings: S
             skipped_old += 1
             continue
         entries.append(entry)
+    if parsed.get("bozo") and invalid and not entries and not skipped_old and not repeated:
+        return FeedResult(feed=feed.name, status="error", http_status=http_status,
+                          error=f"malformed feed: {parsed.get('bozo_exception')}")
     return FeedResult(feed=feed.name, status="ok", http_status=http_status, etag=etag,
                       last_modified=last_modified, entries=tuple(entries),
                       found=len(parsed.entries), skipped_old=skipped_old,
-                      repeated_in_feed=repeated)
+                      repeated_in_feed=repeated, invalid=invalid)
 
 
 def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime) -> Entry | None:
+    """An Entry from a feedparser entry, or None when it has no usable http(s) link."""
     link = _text(raw.get("link"))
     title = _text(raw.get("title"))[:MAX_TITLE_CHARS]
-    if not link and not title:
-        return None
+    if not link.startswith(("http://", "https://")) or len(link) > MAX_LINK_CHARS:
+        return None  # nothing to scrape or deliver
     published = _entry_time(raw) or fetched
     entry_id = _text(raw.get("id")) or link or _fallback_id(title, published)
-    resolution = resolve_offline(link) if link else None
+    resolution = resolve_offline(link)
     return Entry(
         feed=feed.name, org=feed.org, entry_id=entry_id[:2000], link=link,
-        url=resolution.url if resolution else "", title=title,
-        publisher=_publisher(raw), published=min(published, fetched), fetched=fetched,
+        url=resolution.url, title=title, publisher=_publisher(raw),
+        published=min(published, fetched), fetched=fetched,
         summary=_text(raw.get("summary"))[:MAX_SUMMARY_CHARS],
-        link_resolution=resolution.method if resolution else "unresolved")
+        link_resolution=resolution.method)
 
 
 def _text(value: Any) -> str:

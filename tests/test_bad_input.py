@@ -1,0 +1,201 @@
+"""Bad input: the run goes on, the failure is recorded and counted, the exit code says
+partial failure, and nothing already stored is lost."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+
+from feedmd.cli import main
+from feedmd.pipeline import run
+from feedmd.stages.store import Store
+
+GOOD_TITLE = "Harbour council approves new ferry terminal budget"
+
+
+def good_feed(site: Site) -> str:
+    page = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
+    return site.put("http://feeds.example/good.xml", rss([FeedItemSpec(GOOD_TITLE, page,
+                                                                       at(8))]))
+
+
+def feed_row(store: Store, name: str) -> dict[str, object]:
+    return next(store.db.query("SELECT * FROM feeds WHERE name = ?", [name]))
+
+
+def item_rows(store: Store) -> list[dict[str, object]]:
+    return list(store.db.query("SELECT * FROM items ORDER BY id"))
+
+
+def test_malformed_feed_is_recorded_and_other_feeds_go_on(site: Site, store: Store) -> None:
+    good = good_feed(site)
+    bad = site.put("http://feeds.example/bad.xml", "<rss><channel><item><title>broken")
+    server = site.start()
+    report = run(store, make_config([("o", "good", good), ("o", "bad", bad)], server),
+                 now=at(12))
+    assert report.kept == 1
+    assert report.feeds_failed == 1
+    assert report.status == "partial" and report.exit_code == 3
+    assert "malformed feed" in report.feed_errors["bad"]
+    row = feed_row(store, "bad")
+    assert row["last_status"] == "error"
+    assert "malformed feed" in str(row["last_error"])
+
+
+def test_html_instead_of_a_feed_is_an_error(site: Site, store: Store) -> None:
+    bad = site.put("http://feeds.example/page.xml", b"")
+    server = site.start()
+    report = run(store, make_config([("o", "page", bad)], server), now=at(12))
+    assert report.feeds_failed == 1
+    assert report.feed_errors["page"]
+
+
+def test_unreachable_feed_is_recorded(store: Store) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # the socket is closed again: nothing listens on that port
+    config = make_config([("o", "down", f"http://127.0.0.1:{port}/feed.xml")])
+    report = run(store, config, now=at(12))
+    assert report.feeds_failed == 1
+    assert "fetch failed: ConnectError" in report.feed_errors["down"]
+    assert feed_row(store, "down")["last_status"] == "error"
+
+
+def test_feed_http_error_is_recorded(site: Site, store: Store) -> None:
+    server = site.start()
+    report = run(store, make_config([("o", "gone", "http://feeds.example/missing.xml")],
+                                    server), now=at(12))
+    assert report.feed_errors == {"gone": "HTTP 404"}
+
+
+def test_404_and_timeout_pages_fail_their_items_only(site: Site, store: Store) -> None:
+    good = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
+    site.route("http://slow.example/story", delay_seconds=3)
+    feed = site.put("http://feeds.example/a.xml", rss([
+        FeedItemSpec(GOOD_TITLE, good, at(8)),
+        FeedItemSpec("Stadium lease talks collapse after late night session",
+                     "http://missing.example/story", at(9)),
+        FeedItemSpec("Orchard growers warn of smallest apple harvest in decades",
+                     "http://slow.example/story", at(10)),
+    ]))
+    server = site.start()
+    report = run(store, make_config([("o", "a", feed)], server, fetch_timeout_seconds=1.0),
+                 now=at(12))
+    assert report.kept == 1 and report.failed == 2
+    rows = {row["title_raw"]: row for row in item_rows(store)}
+    missing = rows["Stadium lease talks collapse after late night session"]
+    slow = rows["Orchard growers warn of smallest apple harvest in decades"]
+    assert (missing["decision"], missing["stage"]) == ("failed", "scrape")
+    assert missing["error"] == "scrape failed: HTTP 404"
+    assert slow["decision"] == "failed"
+    assert "timed out after 1 s" in str(slow["error"])
+
+
+def test_duplicate_entry_ids_in_one_feed_are_stored_once(site: Site, store: Store) -> None:
+    page = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
+    feed = site.put("http://feeds.example/a.xml", rss([
+        FeedItemSpec(GOOD_TITLE, page, at(8), guid="same"),
+        FeedItemSpec("Completely different title on the same id here", page, at(9),
+                     guid="same"),
+    ]))
+    server = site.start()
+    report = run(store, make_config([("o", "a", feed)], server), now=at(12))
+    assert report.found == 2
+    assert report.repeated_in_feed == 1
+    assert report.new == 1
+    assert [row["title_raw"] for row in item_rows(store)] == [GOOD_TITLE]
+
+
+def test_non_utf8_page_and_feed_are_decoded(site: Site, store: Store) -> None:
+    paragraphs = [p.replace("officials", "café officials") for p in story("latin")]
+    html = article_html("Café owners protest new tariff", paragraphs).replace(
+        'charset="utf-8"', 'charset="windows-1252"')
+    page = site.put("http://latin.example/cafe", html.encode("windows-1252"))
+    feed_xml = rss([FeedItemSpec("Café owners protest new tariff on imported beans", page,
+                                 at(8))]).replace('encoding="UTF-8"', 'encoding="ISO-8859-1"')
+    feed = site.put("http://feeds.example/latin.xml", feed_xml.encode("iso-8859-1"))
+    server = site.start()
+    report = run(store, make_config([("o", "latin", feed)], server), now=at(12))
+    assert report.kept == 1 and report.failed == 0
+    row = next(store.db.query("SELECT i.title_raw, b.markdown FROM items i JOIN bodies b"
+                              " ON b.id = i.body_id"))
+    assert row["title_raw"] == "Café owners protest new tariff on imported beans"
+    assert "café officials" in row["markdown"]
+
+
+def test_oversized_page_is_abandoned(site: Site, store: Store) -> None:
+    page = site.put("http://big.example/story", article_html(GOOD_TITLE, story("big", 400)))
+    feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(GOOD_TITLE, page, at(8))]))
+    server = site.start()
+    report = run(store, make_config([("o", "a", feed)], server, max_response_bytes=20_000),
+                 now=at(12))
+    assert report.failed == 1
+    assert "over the limit of 20000 bytes" in item_rows(store)[0]["error"]
+
+
+def test_non_html_page_is_recorded_not_parsed(site: Site, store: Store) -> None:
+    page = site.put("http://docs.example/report.pdf", b"%PDF-1.7 binary")
+    feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(GOOD_TITLE, page, at(8))]))
+    server = site.start()
+    report = run(store, make_config([("o", "a", feed)], server), now=at(12))
+    assert report.kept == 1 and report.no_digest == 1
+    body = next(store.db.query("SELECT * FROM bodies"))
+    assert body["no_digest_reason"] == "not HTML: application/pdf"
+    assert body["markdown"] == ""
+
+
+def test_a_failing_run_loses_nothing_already_stored(site: Site, store: Store) -> None:
+    good = good_feed(site)
+    server = site.start()
+    config = make_config([("o", "good", good)], server)
+    run(store, config, now=at(12))
+    before = item_rows(store)
+    site.put(good, "<rss><channel><item><title>now broken")
+    report = run(store, config, now=at(13), force=True)
+    assert report.feeds_failed == 1
+    assert item_rows(store) == before
+
+
+def test_cli_run_exits_3_on_partial_failure(site: Site, tmp_path: Path) -> None:
+    good = good_feed(site)
+    server = site.start()
+    config = tmp_path / "feedmd.toml"
+    config.write_text(f"""
+database = "{tmp_path / 'cli.db'}"
+[[orgs]]
+name = "o"
+[[orgs.feeds]]
+name = "good"
+url = "{good}"
+[[orgs.feeds]]
+name = "missing"
+url = "http://feeds.example/missing.xml"
+""")
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "--proxy",
+                                       server.proxy_url, "--now", "2026-10-12T12:00:00Z"])
+    assert result.exit_code == 3, result.output
+    assert "feed error   missing: HTTP 404" in result.output
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "--proxy",
+                                       server.proxy_url, "--now", "2026-10-12T13:00:00Z",
+                                       "--json"])
+    assert result.exit_code == 3
+    assert '"feeds_not_modified": 1' in result.output
+
+
+def test_bad_config_stops_before_any_work(tmp_path: Path) -> None:
+    config = tmp_path / "feedmd.toml"
+    config.write_text(f'database = "{tmp_path / "never.db"}"\ntlsh_max_distance = "far"\n')
+    result = CliRunner().invoke(main, ["run", "--config", str(config)])
+    assert result.exit_code == 1
+    assert f"Error: {config}: setting 'tlsh_max_distance' must be int" in result.output
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["settings", "--jaccard-threshold", "2"])
+    assert result.exit_code == 1
+    assert "flag --jaccard-threshold: setting 'jaccard_threshold' must be <= 1" in result.output
