@@ -33,9 +33,12 @@ def setting_options(command: F) -> F:
         if spec.metadata["choices"]:
             click_type = click.Choice(spec.metadata["choices"])
         command = click.option(
-            "--" + name.replace("_", "-"), name, type=click_type, default=None,
-            help=f"{spec.metadata['doc']} [default: {spec.default!r}; env "
-                 f"FEEDMD_{name.upper()}]")(command)
+            "--" + name.replace("_", "-"),
+            name,
+            type=click_type,
+            default=None,
+            help=f"{spec.metadata['doc']} [default: {spec.default!r}; env FEEDMD_{name.upper()}]",
+        )(command)
     return command
 
 
@@ -77,20 +80,36 @@ def _progress() -> Callable[[int, int], None] | None:
 
 
 @main.command("run")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="feedmd.toml to read (default: built-in settings, no feeds).")
-@click.option("--db", help="SQLite file (overrides 'database' in the config; env "
-                           "FEEDMD_DATABASE).")
-@click.option("--now", "as_of", help="Measure windows from this ISO 8601 time instead of the "
-                                     "clock (for replaying an archived day).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="feedmd.toml to read (default: built-in settings, no feeds).",
+)
+@click.option("--db", help="SQLite file (overrides 'database' in the config; env FEEDMD_DATABASE).")
+@click.option(
+    "--now",
+    "as_of",
+    help="Measure windows from this ISO 8601 time instead of the "
+    "clock (for replaying an archived day).",
+)
 @click.option("--force", is_flag=True, help="Fetch every feed, due or not.")
-@click.option("--out", type=click.Path(file_okay=False),
-              help="Write each feed's JSON Feed and Atom files here (overrides "
-                   "[output] directory).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Write each feed's JSON Feed and Atom files here (overrides [output] directory).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @setting_options
-def run_command(config_path: str | None, db: str | None, as_of: str | None, force: bool,
-                out: str | None, as_json: bool, **kwargs: Any) -> None:
+def run_command(
+    config_path: str | None,
+    db: str | None,
+    as_of: str | None,
+    force: bool,
+    out: str | None,
+    as_json: bool,
+    **kwargs: Any,
+) -> None:
     """Run every due feed once: fetch, dedup, scrape, dedup, store, deliver.
 
     Exit code 0 when everything worked, 3 when some feeds or pages failed but the run
@@ -102,13 +121,13 @@ def run_command(config_path: str | None, db: str | None, as_of: str | None, forc
 
     config = _load(config_path, _settings_from(kwargs), db)
     if not config.feeds:
-        raise click.ClickException(f"{config.source}: no feeds configured ([[orgs]] with "
-                                   "[[orgs.feeds]])")
+        raise click.ClickException(
+            f"{config.source}: no feeds configured ([[orgs]] with [[orgs.feeds]])"
+        )
     now = _parse_now(as_of)
     store = Store(open_store(config.database))
     try:
-        report = run(store, config, now=now, force=force, output_dir=out,
-                     on_page=_progress())
+        report = run(store, config, now=now, force=force, output_dir=out, on_page=_progress())
     finally:
         store.db.close()
     _print_report(report, as_json)
@@ -121,8 +140,7 @@ def _parse_now(text: str | None) -> Any:
     try:
         return parse_iso(text)
     except ValueError:
-        raise click.BadParameter(f"not an ISO 8601 time: {text!r}", param_hint="--now"
-                                 ) from None
+        raise click.BadParameter(f"not an ISO 8601 time: {text!r}", param_hint="--now") from None
 
 
 def _print_report(report: RunReport, as_json: bool) -> None:
@@ -133,9 +151,13 @@ def _print_report(report: RunReport, as_json: bool) -> None:
 
 
 @main.command("demo")
-@click.option("--out", default="feedmd-demo", show_default=True,
-              type=click.Path(file_okay=False),
-              help="Folder for feedmd.db and the JSON Feed / Atom files (recreated).")
+@click.option(
+    "--out",
+    default="feedmd-demo",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for feedmd.db and the JSON Feed / Atom files (recreated).",
+)
 @setting_options
 def demo_command(out: str, **kwargs: Any) -> None:
     """Run the real pipeline on the bundled fixture news day, offline.
@@ -153,8 +175,12 @@ def demo_command(out: str, **kwargs: Any) -> None:
 @main.command("migrate")
 @click.option("--db", default=None, help="SQLite file (default: from the config).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False))
-@click.option("--list", "list_only", is_flag=True,
-              help="Show applied and pending migrations without applying any.")
+@click.option(
+    "--list",
+    "list_only",
+    is_flag=True,
+    help="Show applied and pending migrations without applying any.",
+)
 def migrate_command(db: str | None, config_path: str | None, list_only: bool) -> None:
     """Apply pending database migrations (opening the store does it too)."""
     config = _load(config_path, {}, db)
@@ -167,15 +193,19 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
         if list_only:
             done = applied_migrations(database)
             for migration in available_migrations():
-                state = f"applied  {migration.name}  {done[migration.name]}" \
-                    if migration.name in done else f"pending  {migration.name}"
+                state = (
+                    f"applied  {migration.name}  {done[migration.name]}"
+                    if migration.name in done
+                    else f"pending  {migration.name}"
+                )
                 click.echo(state)
             return
         applied = apply_migrations(database)
     finally:
         database.close()
-    click.echo(f"applied {len(applied)} migration(s)" +
-               (": " + ", ".join(applied) if applied else ""))
+    click.echo(
+        f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else "")
+    )
 
 
 @main.command("settings")
@@ -195,4 +225,3 @@ def settings_command(config_path: str | None, as_json: bool, **kwargs: Any) -> N
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-

@@ -38,8 +38,10 @@ class Migration:
 def available_migrations(folder: Path | None = None) -> list[Migration]:
     """Return the migrations shipped with feedmd, in the order they apply."""
     folder = folder or data_dir("migrations")
-    return [Migration(path.stem, path.read_text(encoding="utf-8"))
-            for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]_*.sql"))]
+    return [
+        Migration(path.stem, path.read_text(encoding="utf-8"))
+        for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    ]
 
 
 def connect(path: str | Path) -> sqlite_utils.Database:
@@ -58,8 +60,9 @@ def connect(path: str | Path) -> sqlite_utils.Database:
     return sqlite_utils.Database(conn)
 
 
-def open_store(path: str | Path, migrations: list[Migration] | None = None
-               ) -> sqlite_utils.Database:
+def open_store(
+    path: str | Path, migrations: list[Migration] | None = None
+) -> sqlite_utils.Database:
     """Open the store and apply every pending migration; return the database."""
     db = connect(path)
     apply_migrations(db, migrations)
@@ -83,7 +86,8 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
 def _ensure_migrations_table(db: sqlite_utils.Database) -> None:
     db.conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        " name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
 
 
 def applied_migrations(db: sqlite_utils.Database) -> dict[str, str]:
@@ -92,8 +96,9 @@ def applied_migrations(db: sqlite_utils.Database) -> dict[str, str]:
     return dict(db.conn.execute("SELECT name, applied_at FROM schema_migrations"))
 
 
-def apply_migrations(db: sqlite_utils.Database,
-                     migrations: list[Migration] | None = None) -> list[str]:
+def apply_migrations(
+    db: sqlite_utils.Database, migrations: list[Migration] | None = None
+) -> list[str]:
     """Apply pending migrations in order, each in its own transaction; return their names."""
     migrations = available_migrations() if migrations is None else migrations
     try:
@@ -108,11 +113,14 @@ def apply_migrations(db: sqlite_utils.Database,
             with transaction(db) as conn:
                 for statement in split_statements(migration.sql):
                     conn.execute(statement)
-                conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                             (migration.name, iso(datetime.now().astimezone())))
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                    (migration.name, iso(datetime.now().astimezone())),
+                )
         except sqlite3.DatabaseError as exc:
             raise MigrationError(
-                f"migration {migration.name} failed and was rolled back: {exc}") from None
+                f"migration {migration.name} failed and was rolled back: {exc}"
+            ) from None
         applied.append(migration.name)
     return applied
 
@@ -134,4 +142,3 @@ def split_statements(sql: str) -> list[str]:
 
 def _only_comments(text: str) -> bool:
     return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
-

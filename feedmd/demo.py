@@ -41,20 +41,28 @@ class DemoResult:
     outputs: tuple[Path, ...]
 
 
-def demo_config(fixtures: Path, out: Path, proxy: str,
-                overrides: Mapping[str, Any] | None = None) -> Config:
+def demo_config(
+    fixtures: Path, out: Path, proxy: str, overrides: Mapping[str, Any] | None = None
+) -> Config:
     """The demo's configuration: ``fixtures/demo.toml`` pointed at the fixture server."""
     config = load_config(fixtures / DEMO_CONFIG, environ={}, overrides=overrides)
     settings = dataclasses.replace(config.settings, proxy=proxy)
-    return dataclasses.replace(config, settings=settings, database=str(out / "feedmd.db"),
-                               output=OutputConfig(directory=str(out),
-                                                   base_url=config.output.base_url))
+    return dataclasses.replace(
+        config,
+        settings=settings,
+        database=str(out / "feedmd.db"),
+        output=OutputConfig(directory=str(out), base_url=config.output.base_url),
+    )
 
 
-def run_demo(out: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None,
-             fixtures: Path | None = None, echo: Callable[[str], None] = print,
-             first_at: datetime = FIRST_RUN_AT, second_at: datetime = SECOND_RUN_AT
-             ) -> DemoResult:
+def run_demo(
+    out: str | os.PathLike[str],
+    overrides: Mapping[str, Any] | None = None,
+    fixtures: Path | None = None,
+    echo: Callable[[str], None] = print,
+    first_at: datetime = FIRST_RUN_AT,
+    second_at: datetime = SECOND_RUN_AT,
+) -> DemoResult:
     """Run the demo into ``out`` (its database is recreated) and return both reports."""
     fixtures = fixtures or data_dir("fixtures")
     folder = Path(out)
@@ -74,5 +82,4 @@ def run_demo(out: str | os.PathLike[str], overrides: Mapping[str, Any] | None = 
         finally:
             store.db.close()
     outputs = tuple(sorted(p for p in folder.iterdir() if p.suffix in {".json", ".atom"}))
-    return DemoResult(first=first, second=second, database=Path(config.database),
-                      outputs=outputs)
+    return DemoResult(first=first, second=second, database=Path(config.database), outputs=outputs)

@@ -121,8 +121,9 @@ class FixtureServer:
                     return
                 path = server.resolve(url)
                 if path is None:
-                    self._send(404, b"<html><body><h1>404 Not Found</h1></body></html>",
-                               "text/html")
+                    self._send(
+                        404, b"<html><body><h1>404 Not Found</h1></body></html>", "text/html"
+                    )
                     return
                 body = path.read_bytes()
                 etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
@@ -131,8 +132,11 @@ class FixtureServer:
                     return
                 name = path.name.removesuffix(".ed2")
                 suffix = Path(name).suffix or ".html"
-                kind = CONTENT_TYPES.get(suffix) or mimetypes.guess_type(name)[0] or \
-                    "application/octet-stream"
+                kind = (
+                    CONTENT_TYPES.get(suffix)
+                    or mimetypes.guess_type(name)[0]
+                    or "application/octet-stream"
+                )
                 self._send(200, body, kind, {"ETag": etag})
 
             def _target_url(self) -> str:
@@ -141,8 +145,13 @@ class FixtureServer:
                 host, _, rest = self.path.lstrip("/").partition("/")
                 return f"http://{host}/{rest}"
 
-            def _send(self, status: int, body: bytes, kind: str | None,
-                      headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                body: bytes,
+                kind: str | None,
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 try:
                     self.send_response(status)
                     if kind:

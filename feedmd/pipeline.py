@@ -37,9 +37,15 @@ class _Timer:
             self.seconds[name] = time.perf_counter() - start
 
 
-def run(store: Store, config: Config, now: datetime | None = None, *,
-        force: bool = False, output_dir: str | None = None,
-        on_page: Callable[[int, int], None] | None = None) -> RunReport:
+def run(
+    store: Store,
+    config: Config,
+    now: datetime | None = None,
+    *,
+    force: bool = False,
+    output_dir: str | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> RunReport:
     """Run every due feed once (all feeds with ``force``) and return the run report.
 
     ``now`` is the time windows are measured from (default: the clock); replaying an
@@ -57,8 +63,7 @@ def run(store: Store, config: Config, now: datetime | None = None, *,
             entries = [entry for result in fetched for entry in result.entries]
         with timer.step("stage1"):
             snapshot = store.snapshot(entries, settings, now)
-            first = stage1.decide(entries, snapshot, store.known_entries(entries), settings,
-                                  now)
+            first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
         with timer.step("scrape"):
             known = store.known_pages(scrape.page_keys(first.survivors), settings)
             pages = scrape.scrape(first.survivors, known, settings, on_page)
@@ -67,11 +72,17 @@ def run(store: Store, config: Config, now: datetime | None = None, *,
         with timer.step("store"):
             stored = store.persist(run_id, fetched, first, pages, second, settings, now)
         with timer.step("deliver"):
-            delivered = deliver.publish(store, run_id, stored.kept, output_dir
-                                        or config.output.directory, config.output.base_url,
-                                        now)
-        report = build_report(run_id, iso(now), fetched, first, pages, second, delivered,
-                              timer.seconds)
+            delivered = deliver.publish(
+                store,
+                run_id,
+                stored.kept,
+                output_dir or config.output.directory,
+                config.output.base_url,
+                now,
+            )
+        report = build_report(
+            run_id, iso(now), fetched, first, pages, second, delivered, timer.seconds
+        )
     except BaseException as exc:
         store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")
         raise

@@ -54,6 +54,7 @@ class RunReport:
 
     def render(self) -> str:
         """A short human-readable summary for the terminal."""
+
         def rules(counts: Mapping[str, int]) -> str:
             inner = ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))
             return f"{sum(counts.values())}" + (f" ({inner})" if inner else "")
@@ -75,19 +76,26 @@ class RunReport:
             f"  delivered    {self.delivered}",
             f"  time         {timing}",
         ]
-        lines += [f"  feed error   {name}: {error}" for name, error in
-                  sorted(self.feed_errors.items())]
+        lines += [
+            f"  feed error   {name}: {error}" for name, error in sorted(self.feed_errors.items())
+        ]
         lines += [f"  item error   {error}" for error in self.item_errors]
         return "\n".join(lines)
 
 
-def build_report(run_id: int, as_of: str, feeds: Sequence[FeedResult], stage1: Stage1Result,
-                 pages: Mapping[tuple[str, str], Page], stage2: Mapping[str, Decision],
-                 delivered: int, seconds: Mapping[str, float]) -> RunReport:
+def build_report(
+    run_id: int,
+    as_of: str,
+    feeds: Sequence[FeedResult],
+    stage1: Stage1Result,
+    pages: Mapping[tuple[str, str], Page],
+    stage2: Mapping[str, Decision],
+    delivered: int,
+    seconds: Mapping[str, float],
+) -> RunReport:
     """Count a run's outcome from the stages' results."""
     final = {c.key: stage2.get(c.key) or stage1.decisions[c.key] for c in stage1.candidates}
-    dropped1 = Counter(d.rule or "" for d in stage1.decisions.values()
-                       if d.decision == "duplicate")
+    dropped1 = Counter(d.rule or "" for d in stage1.decisions.values() if d.decision == "duplicate")
     dropped2 = Counter(d.rule or "" for d in stage2.values() if d.decision == "duplicate")
     failed = [d for d in final.values() if d.decision == "failed"]
     titles = {c.key: c.entry.title for c in stage1.candidates}
@@ -95,18 +103,27 @@ def build_report(run_id: int, as_of: str, feeds: Sequence[FeedResult], stage1: S
     feed_errors = {r.feed: r.error or "" for r in feeds if r.status == "error"}
     status = "partial" if failed or feed_errors else "ok"
     return RunReport(
-        run_id=run_id, as_of=as_of, status=status, feeds=len(feeds),
+        run_id=run_id,
+        as_of=as_of,
+        status=status,
+        feeds=len(feeds),
         feeds_not_modified=sum(r.status == "not-modified" for r in feeds),
-        feeds_failed=len(feed_errors), found=sum(r.found for r in feeds),
+        feeds_failed=len(feed_errors),
+        found=sum(r.found for r in feeds),
         skipped_old=sum(r.skipped_old for r in feeds),
         repeated_in_feed=sum(r.repeated_in_feed for r in feeds),
         invalid_entries=sum(r.invalid for r in feeds),
-        seen_before=len(stage1.seen_before), new=len(stage1.candidates),
+        seen_before=len(stage1.seen_before),
+        new=len(stage1.candidates),
         dropped_stage1=dict(dropped1),
         scraped=sum(p.status != "reused" for p in pages.values()),
         reused=sum(p.status == "reused" for p in pages.values()),
-        dropped_stage2=dict(dropped2), kept=len(kept), failed=len(failed),
+        dropped_stage2=dict(dropped2),
+        kept=len(kept),
+        failed=len(failed),
         no_digest=sum(1 for d in kept if d.stage == "stage2" and "no_digest" in d.evidence),
-        delivered=delivered, seconds={k: round(v, 3) for k, v in seconds.items()},
+        delivered=delivered,
+        seconds={k: round(v, 3) for k, v in seconds.items()},
         feed_errors=feed_errors,
-        item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed])
+        item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed],
+    )

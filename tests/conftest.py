@@ -50,13 +50,16 @@ def rss(items: Sequence[FeedItemSpec], title: str = "Test feed") -> str:
             "<item>"
             f"<title>{escape(item.title)}</title>"
             f"<link>{escape(item.link)}</link>"
-            f"<guid isPermaLink=\"false\">{escape(item.guid or item.link)}</guid>"
+            f'<guid isPermaLink="false">{escape(item.guid or item.link)}</guid>'
             f"<pubDate>{format_datetime(item.published, usegmt=True)}</pubDate>"
-            f"<source url=\"http://publisher.example\">{escape(item.publisher)}</source>"
-            "</item>")
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel>'
-            f"<title>{escape(title)}</title><link>http://feeds.example/</link>"
-            f"<description>test</description>{''.join(parts)}</channel></rss>\n")
+            f'<source url="http://publisher.example">{escape(item.publisher)}</source>'
+            "</item>"
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0"><channel>'
+        f"<title>{escape(title)}</title><link>http://feeds.example/</link>"
+        f"<description>test</description>{''.join(parts)}</channel></rss>\n"
+    )
 
 
 FURNITURE_NAV = " ".join(f'<li><a href="/section/{i}">Section {i}</a></li>' for i in range(30))
@@ -67,7 +70,9 @@ def article_html(title: str, paragraphs: Sequence[str], lang: str = "en") -> str
     body = "\n".join(f"<p>{escape(p)}</p>" for p in paragraphs)
     related = "\n".join(
         f'<li><a href="/related/{i}">Related headline number {i} about something else '
-        f"entirely that readers also clicked</a></li>" for i in range(8))
+        f"entirely that readers also clicked</a></li>"
+        for i in range(8)
+    )
     return textwrap.dedent(f"""\
         <!doctype html>
         <html lang="{lang}"><head><meta charset="utf-8"><title>{escape(title)}</title></head>
@@ -92,7 +97,40 @@ def article_html(title: str, paragraphs: Sequence[str], lang: str = "en") -> str
 
 def story(seed: str, paragraphs: int = 6) -> list[str]:
     """Deterministic distinct news prose for a story keyed by ``seed``."""
-    words = ["council", "budget", "river", "bridge", "station", "harbour", "minister", "court", "election", "vaccine", "factory", "strike", "rainfall", "drought", "museum", "festival", "school", "hospital", "market", "tariff", "airport", "railway", "league", "stadium", "theatre", "library", "orchard", "vineyard", "mine", "reactor", "satellite", "ferry"]
+    words = [
+        "council",
+        "budget",
+        "river",
+        "bridge",
+        "station",
+        "harbour",
+        "minister",
+        "court",
+        "election",
+        "vaccine",
+        "factory",
+        "strike",
+        "rainfall",
+        "drought",
+        "museum",
+        "festival",
+        "school",
+        "hospital",
+        "market",
+        "tariff",
+        "airport",
+        "railway",
+        "league",
+        "stadium",
+        "theatre",
+        "library",
+        "orchard",
+        "vineyard",
+        "mine",
+        "reactor",
+        "satellite",
+        "ferry",
+    ]
     offset = sum(ord(ch) for ch in seed)
     out = []
     for n in range(paragraphs):
@@ -102,7 +140,8 @@ def story(seed: str, paragraphs: int = 6) -> list[str]:
             f"{chosen[2]} would be reviewed after residents raised concerns about the "
             f"{chosen[3]}, while the {chosen[4]} committee promised a report on the "
             f"{chosen[5]} near the {chosen[6]} by the end of the month, paragraph {n} of "
-            f"the {chosen[7]} {chosen[8]} coverage.")
+            f"the {chosen[7]} {chosen[8]} coverage."
+        )
     return out
 
 
@@ -159,13 +198,15 @@ def store(tmp_path: Path) -> Iterator[Store]:
     opened.db.close()
 
 
-def make_config(feeds: Sequence[tuple[str, str, str]], server: FixtureServer | None = None,
-                **settings: Any) -> Config:
+def make_config(
+    feeds: Sequence[tuple[str, str, str]], server: FixtureServer | None = None, **settings: Any
+) -> Config:
     """A Config of (org, name, url) feeds, proxied through the fixture server."""
     values: dict[str, Any] = {"fetch_timeout_seconds": 5.0, **settings}
     if server is not None:
         values["proxy"] = server.proxy_url
-    return Config(settings=Settings(**values),
-                  feeds=tuple(FeedConfig(name=name, url=url, org=org)
-                              for org, name, url in feeds),
-                  output=OutputConfig())
+    return Config(
+        settings=Settings(**values),
+        feeds=tuple(FeedConfig(name=name, url=url, org=org) for org, name, url in feeds),
+        output=OutputConfig(),
+    )

@@ -18,8 +18,7 @@ GOOD_TITLE = "Harbour council approves new ferry terminal budget"
 
 def good_feed(site: Site) -> str:
     page = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
-    return site.put("http://feeds.example/good.xml", rss([FeedItemSpec(GOOD_TITLE, page,
-                                                                       at(8))]))
+    return site.put("http://feeds.example/good.xml", rss([FeedItemSpec(GOOD_TITLE, page, at(8))]))
 
 
 def feed_row(store: Store, name: str) -> dict[str, object]:
@@ -34,8 +33,7 @@ def test_malformed_feed_is_recorded_and_other_feeds_go_on(site: Site, store: Sto
     good = good_feed(site)
     bad = site.put("http://feeds.example/bad.xml", "<rss><channel><item><title>broken")
     server = site.start()
-    report = run(store, make_config([("o", "good", good), ("o", "bad", bad)], server),
-                 now=at(12))
+    report = run(store, make_config([("o", "good", good), ("o", "bad", bad)], server), now=at(12))
     assert report.kept == 1
     assert report.feeds_failed == 1
     assert report.status == "partial" and report.exit_code == 3
@@ -67,24 +65,37 @@ def test_unreachable_feed_is_recorded(store: Store) -> None:
 
 def test_feed_http_error_is_recorded(site: Site, store: Store) -> None:
     server = site.start()
-    report = run(store, make_config([("o", "gone", "http://feeds.example/missing.xml")],
-                                    server), now=at(12))
+    report = run(
+        store, make_config([("o", "gone", "http://feeds.example/missing.xml")], server), now=at(12)
+    )
     assert report.feed_errors == {"gone": "HTTP 404"}
 
 
 def test_404_and_timeout_pages_fail_their_items_only(site: Site, store: Store) -> None:
     good = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
     site.route("http://slow.example/story", delay_seconds=3)
-    feed = site.put("http://feeds.example/a.xml", rss([
-        FeedItemSpec(GOOD_TITLE, good, at(8)),
-        FeedItemSpec("Stadium lease talks collapse after late night session",
-                     "http://missing.example/story", at(9)),
-        FeedItemSpec("Orchard growers warn of smallest apple harvest in decades",
-                     "http://slow.example/story", at(10)),
-    ]))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(GOOD_TITLE, good, at(8)),
+                FeedItemSpec(
+                    "Stadium lease talks collapse after late night session",
+                    "http://missing.example/story",
+                    at(9),
+                ),
+                FeedItemSpec(
+                    "Orchard growers warn of smallest apple harvest in decades",
+                    "http://slow.example/story",
+                    at(10),
+                ),
+            ]
+        ),
+    )
     server = site.start()
-    report = run(store, make_config([("o", "a", feed)], server, fetch_timeout_seconds=1.0),
-                 now=at(12))
+    report = run(
+        store, make_config([("o", "a", feed)], server, fetch_timeout_seconds=1.0), now=at(12)
+    )
     assert report.kept == 1 and report.failed == 2
     rows = {row["title_raw"]: row for row in item_rows(store)}
     missing = rows["Stadium lease talks collapse after late night session"]
@@ -97,11 +108,17 @@ def test_404_and_timeout_pages_fail_their_items_only(site: Site, store: Store) -
 
 def test_duplicate_entry_ids_in_one_feed_are_stored_once(site: Site, store: Store) -> None:
     page = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
-    feed = site.put("http://feeds.example/a.xml", rss([
-        FeedItemSpec(GOOD_TITLE, page, at(8), guid="same"),
-        FeedItemSpec("Completely different title on the same id here", page, at(9),
-                     guid="same"),
-    ]))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(GOOD_TITLE, page, at(8), guid="same"),
+                FeedItemSpec(
+                    "Completely different title on the same id here", page, at(9), guid="same"
+                ),
+            ]
+        ),
+    )
     server = site.start()
     report = run(store, make_config([("o", "a", feed)], server), now=at(12))
     assert report.found == 2
@@ -113,16 +130,21 @@ def test_duplicate_entry_ids_in_one_feed_are_stored_once(site: Site, store: Stor
 def test_non_utf8_page_and_feed_are_decoded(site: Site, store: Store) -> None:
     paragraphs = [p.replace("officials", "café officials") for p in story("latin")]
     html = article_html("Café owners protest new tariff", paragraphs).replace(
-        'charset="utf-8"', 'charset="windows-1252"')
+        'charset="utf-8"', 'charset="windows-1252"'
+    )
     page = site.put("http://latin.example/cafe", html.encode("windows-1252"))
-    feed_xml = rss([FeedItemSpec("Café owners protest new tariff on imported beans", page,
-                                 at(8))]).replace('encoding="UTF-8"', 'encoding="ISO-8859-1"')
+    feed_xml = rss(
+        [FeedItemSpec("Café owners protest new tariff on imported beans", page, at(8))]
+    ).replace('encoding="UTF-8"', 'encoding="ISO-8859-1"')
     feed = site.put("http://feeds.example/latin.xml", feed_xml.encode("iso-8859-1"))
     server = site.start()
     report = run(store, make_config([("o", "latin", feed)], server), now=at(12))
     assert report.kept == 1 and report.failed == 0
-    row = next(store.db.query("SELECT i.title_raw, b.markdown FROM items i JOIN bodies b"
-                              " ON b.id = i.body_id"))
+    row = next(
+        store.db.query(
+            "SELECT i.title_raw, b.markdown FROM items i JOIN bodies b ON b.id = i.body_id"
+        )
+    )
     assert row["title_raw"] == "Café owners protest new tariff on imported beans"
     assert "café officials" in row["markdown"]
 
@@ -131,8 +153,9 @@ def test_oversized_page_is_abandoned(site: Site, store: Store) -> None:
     page = site.put("http://big.example/story", article_html(GOOD_TITLE, story("big", 400)))
     feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(GOOD_TITLE, page, at(8))]))
     server = site.start()
-    report = run(store, make_config([("o", "a", feed)], server, max_response_bytes=20_000),
-                 now=at(12))
+    report = run(
+        store, make_config([("o", "a", feed)], server, max_response_bytes=20_000), now=at(12)
+    )
     assert report.failed == 1
     assert "over the limit of 20000 bytes" in item_rows(store)[0]["error"]
 
@@ -165,7 +188,7 @@ def test_cli_run_exits_3_on_partial_failure(site: Site, tmp_path: Path) -> None:
     server = site.start()
     config = tmp_path / "feedmd.toml"
     config.write_text(f"""
-database = "{tmp_path / 'cli.db'}"
+database = "{tmp_path / "cli.db"}"
 [[orgs]]
 name = "o"
 [[orgs.feeds]]
@@ -175,13 +198,33 @@ url = "{good}"
 name = "missing"
 url = "http://feeds.example/missing.xml"
 """)
-    result = CliRunner().invoke(main, ["run", "--config", str(config), "--proxy",
-                                       server.proxy_url, "--now", "2026-10-12T12:00:00Z"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--config",
+            str(config),
+            "--proxy",
+            server.proxy_url,
+            "--now",
+            "2026-10-12T12:00:00Z",
+        ],
+    )
     assert result.exit_code == 3, result.output
     assert "feed error   missing: HTTP 404" in result.output
-    result = CliRunner().invoke(main, ["run", "--config", str(config), "--proxy",
-                                       server.proxy_url, "--now", "2026-10-12T13:00:00Z",
-                                       "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--config",
+            str(config),
+            "--proxy",
+            server.proxy_url,
+            "--now",
+            "2026-10-12T13:00:00Z",
+            "--json",
+        ],
+    )
     assert result.exit_code == 3
     assert '"feeds_not_modified": 1' in result.output
 

@@ -40,8 +40,9 @@ def test_every_setting_documents_where_its_value_comes_from() -> None:
 
 
 def test_file_then_environment_then_flags_each_override_the_previous(tmp_path: Path) -> None:
-    path = write(tmp_path, "jaccard_threshold = 0.7\ntlsh_max_distance = 30\n"
-                           "dedup_scope = 'org'\n" + FEEDS)
+    path = write(
+        tmp_path, "jaccard_threshold = 0.7\ntlsh_max_distance = 30\ndedup_scope = 'org'\n" + FEEDS
+    )
     from_file = load_config(path, environ={})
     assert from_file.settings.jaccard_threshold == 0.7
     assert from_file.settings.dedup_scope == "org"
@@ -50,40 +51,50 @@ def test_file_then_environment_then_flags_each_override_the_previous(tmp_path: P
     assert from_env.settings.jaccard_threshold == 0.8
     assert from_env.settings.tlsh_max_distance == 30
     assert from_env.database == str(tmp_path / "x.db")
-    from_flag = load_config(path, environ=environ, overrides={"jaccard_threshold": 0.9,
-                                                              "tlsh_max_distance": None})
+    from_flag = load_config(
+        path, environ=environ, overrides={"jaccard_threshold": 0.9, "tlsh_max_distance": None}
+    )
     assert from_flag.settings.jaccard_threshold == 0.9
     assert from_flag.settings.tlsh_max_distance == 30
 
 
 def test_feeds_and_orgs_are_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, FEEDS), environ={})
-    assert [(f.org, f.name, f.poll_minutes) for f in config.feeds] == [
-        ("newsroom", "pope", 30.0)]
+    assert [(f.org, f.name, f.poll_minutes) for f in config.feeds] == [("newsroom", "pope", 30.0)]
     assert config.orgs == ("newsroom",)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("jacard_threshold = 0.7\n", "unknown setting 'jacard_threshold'"),
-    ("jaccard_threshold = 'high'\n", "setting 'jaccard_threshold' must be float"),
-    ("jaccard_threshold = 1.5\n", "setting 'jaccard_threshold' must be <= 1"),
-    ("tlsh_max_distance = 40.5\n", "setting 'tlsh_max_distance' must be int"),
-    ("tlsh_max_distance = true\n", "setting 'tlsh_max_distance' must be int"),
-    ("dedup_scope = 'world'\n", "setting 'dedup_scope' must be one of feed, org"),
-    ("dedup_window_hours = -1\n", "setting 'dedup_window_hours' must be >= 0"),
-    ("[[orgs]]\nname = 'n'\ncolour = 'red'\n", "orgs[0]: unknown key 'colour'"),
-    ("[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'ftp://x'\n",
-     "orgs[0].feeds[0].url must be an http(s) URL"),
-    ("[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
-     "[[orgs.feeds]]\nname = 'a'\nurl = 'http://y'\n", "name 'a' is used by another feed"),
-    ("[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
-     "poll_minutes = 0\n", "poll_minutes must be a positive number"),
-    ("[[orgs]]\nname = 'Bad Name'\n", "orgs[0].name must be a short lowercase name"),
-    ("[output]\ndirectory = 3\n", "output.directory must be a string"),
-    ("jaccard_threshold = \n", "not valid TOML"),
-])
-def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, message: str
-                                               ) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("jacard_threshold = 0.7\n", "unknown setting 'jacard_threshold'"),
+        ("jaccard_threshold = 'high'\n", "setting 'jaccard_threshold' must be float"),
+        ("jaccard_threshold = 1.5\n", "setting 'jaccard_threshold' must be <= 1"),
+        ("tlsh_max_distance = 40.5\n", "setting 'tlsh_max_distance' must be int"),
+        ("tlsh_max_distance = true\n", "setting 'tlsh_max_distance' must be int"),
+        ("dedup_scope = 'world'\n", "setting 'dedup_scope' must be one of feed, org"),
+        ("dedup_window_hours = -1\n", "setting 'dedup_window_hours' must be >= 0"),
+        ("[[orgs]]\nname = 'n'\ncolour = 'red'\n", "orgs[0]: unknown key 'colour'"),
+        (
+            "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'ftp://x'\n",
+            "orgs[0].feeds[0].url must be an http(s) URL",
+        ),
+        (
+            "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
+            "[[orgs.feeds]]\nname = 'a'\nurl = 'http://y'\n",
+            "name 'a' is used by another feed",
+        ),
+        (
+            "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
+            "poll_minutes = 0\n",
+            "poll_minutes must be a positive number",
+        ),
+        ("[[orgs]]\nname = 'Bad Name'\n", "orgs[0].name must be a short lowercase name"),
+        ("[output]\ndirectory = 3\n", "output.directory must be a string"),
+        ("jaccard_threshold = \n", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_config(path, environ={})
@@ -97,8 +108,9 @@ def test_bad_environment_variable_is_named() -> None:
 
 
 def test_bad_flag_is_named() -> None:
-    with pytest.raises(ConfigError, match="flag --simhash-max-bits: setting 'simhash_max_bits'"
-                                          " must be <= 64"):
+    with pytest.raises(
+        ConfigError, match="flag --simhash-max-bits: setting 'simhash_max_bits' must be <= 64"
+    ):
         load_config(None, environ={}, overrides={"simhash_max_bits": 65})
 
 

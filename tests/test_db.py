@@ -23,8 +23,9 @@ from feedmd.errors import MigrationError, StoreError
 def tables(db_path: Path) -> set[str]:
     conn = sqlite3.connect(db_path)
     try:
-        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE "
-                                               "type = 'table'")}
+        return {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
     finally:
         conn.close()
 
@@ -34,8 +35,15 @@ def test_fresh_store_has_every_table_and_wal(tmp_path: Path) -> None:
     assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     db.close()
-    assert {"orgs", "feeds", "runs", "items", "bodies", "deliveries",
-            "schema_migrations"} <= tables(tmp_path / "f.db")
+    assert {
+        "orgs",
+        "feeds",
+        "runs",
+        "items",
+        "bodies",
+        "deliveries",
+        "schema_migrations",
+    } <= tables(tmp_path / "f.db")
 
 
 def test_reopening_applies_nothing(tmp_path: Path) -> None:
@@ -85,5 +93,4 @@ def test_migrate_list_shows_pending_then_applied(tmp_path: Path) -> None:
     assert "applied 1 migration(s): 0001_initial" in applied.output
     listed = runner.invoke(main, ["migrate", "--db", db, "--list"])
     assert "applied  0001_initial" in listed.output
-    assert runner.invoke(main, ["migrate", "--db", db]).output.startswith(
-        "applied 0 migration(s)")
+    assert runner.invoke(main, ["migrate", "--db", db]).output.startswith("applied 0 migration(s)")

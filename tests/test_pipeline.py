@@ -17,17 +17,23 @@ POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station 
 def items(store: Store) -> dict[str, dict[str, object]]:
     """Stored items by title (raw), as dicts."""
     rows = store.db.query(
-        "SELECT i.*, f.name AS feed FROM items i JOIN feeds f ON f.id = i.feed_id ORDER BY i.id")
+        "SELECT i.*, f.name AS feed FROM items i JOIN feeds f ON f.id = i.feed_id ORDER BY i.id"
+    )
     return {f"{row['feed']}|{row['title_raw']}": row for row in rows}
 
 
 def test_earliest_item_is_canonical_whatever_the_feed_order(site: Site, store: Store) -> None:
     late = site.put("http://six.example/pope", article_html(POPE, story("rome")))
     early = site.put("http://four.example/pope", article_html(POPE, story("vatican")))
-    feed = site.put("http://feeds.example/a.xml", rss([
-        FeedItemSpec(POPE_COPY, late, at(10)),
-        FeedItemSpec(POPE, early, at(9)),
-    ]))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(POPE_COPY, late, at(10)),
+                FeedItemSpec(POPE, early, at(9)),
+            ]
+        ),
+    )
     server = site.start()
     report = run(store, make_config([("org", "a", feed)], server), now=at(12))
     stored = items(store)
@@ -45,19 +51,19 @@ def test_earliest_item_is_canonical_whatever_the_feed_order(site: Site, store: S
     assert server.count("four.example/pope") == 1
 
 
-def test_late_original_is_marked_duplicate_of_the_stored_copy(site: Site, store: Store
-                                                               ) -> None:
+def test_late_original_is_marked_duplicate_of_the_stored_copy(site: Site, store: Store) -> None:
     copy = site.put("http://six.example/pope", article_html(POPE, story("rome")))
     original = site.put("http://wire.example/pope", article_html(POPE, story("wire")))
     site.put("http://feeds.example/a.xml", rss([FeedItemSpec(POPE_COPY, copy, at(9))]))
     site.put("http://feeds.example/b.xml", rss([FeedItemSpec(POPE, original, at(6))]))
     server = site.start()
-    config = make_config([("org", "a", "http://feeds.example/a.xml")], server,
-                         dedup_scope="org")
+    config = make_config([("org", "a", "http://feeds.example/a.xml")], server, dedup_scope="org")
     run(store, config, now=at(10))
-    config_b = make_config([("org", "a", "http://feeds.example/a.xml"),
-                            ("org", "b", "http://feeds.example/b.xml")], server,
-                           dedup_scope="org")
+    config_b = make_config(
+        [("org", "a", "http://feeds.example/a.xml"), ("org", "b", "http://feeds.example/b.xml")],
+        server,
+        dedup_scope="org",
+    )
     report = run(store, config_b, now=at(12))
     stored = items(store)
     assert stored[f"a|{POPE_COPY}"]["decision"] == "kept"
@@ -68,45 +74,54 @@ def test_late_original_is_marked_duplicate_of_the_stored_copy(site: Site, store:
     assert server.count("wire.example/pope") == 0
 
 
-def _two_runs_same_headline(site: Site, store: Store, gap_hours: float,
-                            window_hours: float) -> list[str]:
+def _two_runs_same_headline(
+    site: Site, store: Store, gap_hours: float, window_hours: float
+) -> list[str]:
     first = site.put("http://one.example/story", article_html(POPE, story("one")))
     second = site.put("http://two.example/story", article_html(POPE, story("two")))
     feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(POPE, first, at(1))]))
     server = site.start()
-    config = make_config([("org", "a", feed)], server, dedup_window_hours=window_hours,
-                         history_window_hours=500.0)
+    config = make_config(
+        [("org", "a", feed)], server, dedup_window_hours=window_hours, history_window_hours=500.0
+    )
     run(store, config, now=at(2))
     later = at(1) + timedelta(hours=gap_hours)
-    site.put(feed, rss([FeedItemSpec(POPE, first, at(1)),
-                        FeedItemSpec(POPE, second, later, guid="second")]))
+    site.put(
+        feed,
+        rss([FeedItemSpec(POPE, first, at(1)), FeedItemSpec(POPE, second, later, guid="second")]),
+    )
     run(store, config, now=later + timedelta(minutes=30))
     return [row["decision"] for row in store.db.query("SELECT decision FROM items ORDER BY id")]
 
 
 def test_item_outside_the_dedup_window_is_not_compared(site: Site, store: Store) -> None:
-    assert _two_runs_same_headline(site, store, gap_hours=49, window_hours=48) == [
-        "kept", "kept"]
+    assert _two_runs_same_headline(site, store, gap_hours=49, window_hours=48) == ["kept", "kept"]
 
 
 def test_item_inside_the_dedup_window_is_compared(site: Site, store: Store) -> None:
     assert _two_runs_same_headline(site, store, gap_hours=47, window_hours=48) == [
-        "kept", "duplicate"]
+        "kept",
+        "duplicate",
+    ]
 
 
 def _same_story_in_two_feeds(site: Site) -> tuple[str, str, str]:
     page = site.put("http://one.example/story", article_html(POPE, story("one")))
     a = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(POPE, page, at(8))]))
-    b = site.put("http://feeds.example/b.xml", rss([FeedItemSpec(POPE_COPY, page, at(9),
-                                                                 guid="b-1")]))
+    b = site.put(
+        "http://feeds.example/b.xml", rss([FeedItemSpec(POPE_COPY, page, at(9), guid="b-1")])
+    )
     return page, a, b
 
 
 def test_feed_scope_compares_only_within_a_feed(site: Site, store: Store) -> None:
-    page, a, b = _same_story_in_two_feeds(site)
+    _, a, b = _same_story_in_two_feeds(site)
     server = site.start()
-    report = run(store, make_config([("org", "a", a), ("org", "b", b)], server,
-                                    dedup_scope="feed"), now=at(12))
+    report = run(
+        store,
+        make_config([("org", "a", a), ("org", "b", b)], server, dedup_scope="feed"),
+        now=at(12),
+    )
     assert report.kept == 2
     # one org: the page is scraped once and reused by the second feed
     assert server.count("one.example/story") == 1
@@ -114,18 +129,20 @@ def test_feed_scope_compares_only_within_a_feed(site: Site, store: Store) -> Non
 
 
 def test_org_scope_compares_across_feeds(site: Site, store: Store) -> None:
-    page, a, b = _same_story_in_two_feeds(site)
+    _, a, b = _same_story_in_two_feeds(site)
     server = site.start()
-    report = run(store, make_config([("org", "a", a), ("org", "b", b)], server,
-                                    dedup_scope="org"), now=at(12))
+    report = run(
+        store,
+        make_config([("org", "a", a), ("org", "b", b)], server, dedup_scope="org"),
+        now=at(12),
+    )
     stored = items(store)
     assert report.kept == 1
     assert stored[f"b|{POPE_COPY}"]["rule"] == "url"
     assert server.count("one.example/story") == 1
 
 
-def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, store: Store
-                                                                  ) -> None:
+def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, store: Store) -> None:
     page, a, b = _same_story_in_two_feeds(site)
     server = site.start()
     run(store, make_config([("org", "a", a)], server), now=at(12))
@@ -133,29 +150,50 @@ def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, st
     report = run(store, make_config([("org", "a", a), ("org", "b", b)], server), now=at(13))
     assert report.reused == 1 and report.scraped == 0
     assert server.count("one.example/story") == 1
-    other = site.put("http://feeds.example/c.xml", rss([FeedItemSpec(POPE, page, at(9),
-                                                                     guid="c-1")]))
+    other = site.put(
+        "http://feeds.example/c.xml", rss([FeedItemSpec(POPE, page, at(9), guid="c-1")])
+    )
     report = run(store, make_config([("other", "c", other)], server), now=at(14))
     assert report.scraped == 1
     assert server.count("one.example/story") == 2
 
 
 def test_report_counts_every_outcome(site: Site, store: Store) -> None:
-    pages = {name: site.put(f"http://{name}.example/story",
-                            article_html(f"{name} headline", story(name)))
-             for name in ("alpha", "beta", "gamma")}
-    feed = site.put("http://feeds.example/a.xml", rss([
-        FeedItemSpec("Alpha council approves harbour bridge budget plan", pages["alpha"],
-                     at(5)),
-        FeedItemSpec("Alpha council approves harbour bridge budget plan - Other", pages["beta"],
-                     at(6), guid="x"),
-        FeedItemSpec("Gamma museum festival opens with record crowds downtown", pages["gamma"],
-                     at(7)),
-        FeedItemSpec("Delta airport railway link delayed again by strike", "http://gone.example/x",
-                     at(8)),
-        FeedItemSpec("Old story from last week about the stadium lease", pages["alpha"] + "?old",
-                     at(8) - timedelta(days=5)),
-    ]))
+    pages = {
+        name: site.put(
+            f"http://{name}.example/story", article_html(f"{name} headline", story(name))
+        )
+        for name in ("alpha", "beta", "gamma")
+    }
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(
+                    "Alpha council approves harbour bridge budget plan", pages["alpha"], at(5)
+                ),
+                FeedItemSpec(
+                    "Alpha council approves harbour bridge budget plan - Other",
+                    pages["beta"],
+                    at(6),
+                    guid="x",
+                ),
+                FeedItemSpec(
+                    "Gamma museum festival opens with record crowds downtown", pages["gamma"], at(7)
+                ),
+                FeedItemSpec(
+                    "Delta airport railway link delayed again by strike",
+                    "http://gone.example/x",
+                    at(8),
+                ),
+                FeedItemSpec(
+                    "Old story from last week about the stadium lease",
+                    pages["alpha"] + "?old",
+                    at(8) - timedelta(days=5),
+                ),
+            ]
+        ),
+    )
     server = site.start()
     report = run(store, make_config([("org", "a", feed)], server), now=at(12))
     assert report.found == 5

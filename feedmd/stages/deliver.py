@@ -58,9 +58,16 @@ def _json_item(feed: FeedInfo, item: FeedItem) -> dict[str, Any]:
             "canonical_item_id": item.item_id,
             "source_feed": feed.name,
             "also_published_by": [
-                {"publisher": dup.publisher, "url": dup.url, "title": dup.title,
-                 "rule": dup.rule, "score": dup.score, "stage": dup.stage}
-                for dup in item.also_published_by],
+                {
+                    "publisher": dup.publisher,
+                    "url": dup.url,
+                    "title": dup.title,
+                    "rule": dup.rule,
+                    "score": dup.score,
+                    "stage": dup.stage,
+                }
+                for dup in item.also_published_by
+            ],
         },
     }
     if item.publisher:
@@ -90,15 +97,19 @@ def atom_feed(feed: FeedInfo, items: Sequence[FeedItem], base_url: str) -> bytes
     return generator.atom_str(pretty=True)
 
 
-def write_feed_files(directory: str | os.PathLike[str], feed: FeedInfo,
-                     items: Sequence[FeedItem], base_url: str) -> list[Path]:
+def write_feed_files(
+    directory: str | os.PathLike[str], feed: FeedInfo, items: Sequence[FeedItem], base_url: str
+) -> list[Path]:
     """Write ``<feed>.json`` and ``<feed>.atom`` into ``directory``; return their paths."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     json_path = folder / f"{feed.name}.json"
     atom_path = folder / f"{feed.name}.atom"
-    _write_atomically(json_path, json.dumps(json_feed(feed, items, base_url), indent=2,
-                                            ensure_ascii=False).encode("utf-8") + b"\n")
+    _write_atomically(
+        json_path,
+        json.dumps(json_feed(feed, items, base_url), indent=2, ensure_ascii=False).encode("utf-8")
+        + b"\n",
+    )
     _write_atomically(atom_path, atom_feed(feed, items, base_url))
     return [json_path, atom_path]
 
@@ -117,8 +128,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
 FILES_TARGET = "files"
 
 
-def publish(store: Store, run_id: int, kept: Sequence[int], directory: str, base_url: str,
-            now: datetime) -> int:
+def publish(
+    store: Store, run_id: int, kept: Sequence[int], directory: str, base_url: str, now: datetime
+) -> int:
     """Rewrite the output files of every feed that gained items and record the deliveries.
 
     Returns how many items were delivered for the first time (0 without an output folder).

@@ -30,28 +30,34 @@ MAX_SUMMARY_CHARS = 20_000
 MAX_LINK_CHARS = 8192
 
 
-def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False
-              ) -> list[FeedSpec]:
+def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False) -> list[FeedSpec]:
     """The feeds whose poll interval has passed since their last fetch (all with force)."""
-    return [feed for feed in feeds if force or feed.last_fetched_at is None
-            or now - feed.last_fetched_at >= timedelta(minutes=feed.poll_minutes)]
+    return [
+        feed
+        for feed in feeds
+        if force
+        or feed.last_fetched_at is None
+        or now - feed.last_fetched_at >= timedelta(minutes=feed.poll_minutes)
+    ]
 
 
-def fetch_feeds(feeds: Sequence[FeedSpec], settings: Settings, now: datetime
-                ) -> list[FeedResult]:
+def fetch_feeds(feeds: Sequence[FeedSpec], settings: Settings, now: datetime) -> list[FeedResult]:
     """Fetch and parse every feed concurrently; one FeedResult per feed, in input order."""
     return asyncio.run(_fetch_all(feeds, settings, now))
 
 
-async def _fetch_all(feeds: Sequence[FeedSpec], settings: Settings, now: datetime
-                     ) -> list[FeedResult]:
+async def _fetch_all(
+    feeds: Sequence[FeedSpec], settings: Settings, now: datetime
+) -> list[FeedResult]:
     async with Fetcher(settings) as fetcher:
-        return list(await asyncio.gather(
-            *(fetch_feed(fetcher, feed, settings, now) for feed in feeds)))
+        return list(
+            await asyncio.gather(*(fetch_feed(fetcher, feed, settings, now) for feed in feeds))
+        )
 
 
-async def fetch_feed(fetcher: Fetcher, feed: FeedSpec, settings: Settings, now: datetime
-                     ) -> FeedResult:
+async def fetch_feed(
+    fetcher: Fetcher, feed: FeedSpec, settings: Settings, now: datetime
+) -> FeedResult:
     """Fetch one feed with a conditional GET and parse it into entries."""
     headers: dict[str, str] = {}
     if feed.etag:
@@ -63,31 +69,59 @@ async def fetch_feed(fetcher: Fetcher, feed: FeedSpec, settings: Settings, now: 
     except FetchError as exc:
         return FeedResult(feed=feed.name, status="error", error=f"fetch failed: {exc}")
     if response.status == 304:
-        return FeedResult(feed=feed.name, status="not-modified", http_status=304,
-                          etag=feed.etag, last_modified=feed.last_modified)
+        return FeedResult(
+            feed=feed.name,
+            status="not-modified",
+            http_status=304,
+            etag=feed.etag,
+            last_modified=feed.last_modified,
+        )
     if response.status >= 400:
-        return FeedResult(feed=feed.name, status="error", http_status=response.status,
-                          error=f"HTTP {response.status}")
-    return parse_feed(feed, response.body, response.headers, settings, now,
-                      http_status=response.status)
+        return FeedResult(
+            feed=feed.name,
+            status="error",
+            http_status=response.status,
+            error=f"HTTP {response.status}",
+        )
+    return parse_feed(
+        feed, response.body, response.headers, settings, now, http_status=response.status
+    )
 
 
-def parse_feed(feed: FeedSpec, body: bytes, headers: dict[str, str], settings: Settings,
-               now: datetime, http_status: int | None = None) -> FeedResult:
+def parse_feed(
+    feed: FeedSpec,
+    body: bytes,
+    headers: dict[str, str],
+    settings: Settings,
+    now: datetime,
+    http_status: int | None = None,
+) -> FeedResult:
     """Parse a feed document into a FeedResult (pure: no network, no store)."""
     etag = headers.get("etag")
     last_modified = headers.get("last-modified")
     try:
-        parsed = feedparser.parse(body, response_headers={
-            "content-type": headers.get("content-type", "application/xml"),
-            "content-location": feed.url})
+        parsed = feedparser.parse(
+            body,
+            response_headers={
+                "content-type": headers.get("content-type", "application/xml"),
+                "content-location": feed.url,
+            },
+        )
     except Exception as exc:  # feedparser is defensive, but a parser bug must not stop a run
-        return FeedResult(feed=feed.name, status="error", http_status=http_status,
-                          error=f"feed could not be parsed: {type(exc).__name__}: {exc}")
+        return FeedResult(
+            feed=feed.name,
+            status="error",
+            http_status=http_status,
+            error=f"feed could not be parsed: {type(exc).__name__}: {exc}",
+        )
     if not parsed.entries and not parsed.get("version"):
         reason = parsed.get("bozo_exception") or "no RSS or Atom document found"
-        return FeedResult(feed=feed.name, status="error", http_status=http_status,
-                          error=f"malformed feed: {reason}")
+        return FeedResult(
+            feed=feed.name,
+            status="error",
+            http_status=http_status,
+            error=f"malformed feed: {reason}",
+        )
     oldest = now - timedelta(hours=settings.history_window_hours)
     entries: list[Entry] = []
     seen_ids: set[str] = set()
@@ -106,12 +140,24 @@ def parse_feed(feed: FeedSpec, body: bytes, headers: dict[str, str], settings: S
             continue
         entries.append(entry)
     if parsed.get("bozo") and invalid and not entries and not skipped_old and not repeated:
-        return FeedResult(feed=feed.name, status="error", http_status=http_status,
-                          error=f"malformed feed: {parsed.get('bozo_exception')}")
-    return FeedResult(feed=feed.name, status="ok", http_status=http_status, etag=etag,
-                      last_modified=last_modified, entries=tuple(entries),
-                      found=len(parsed.entries), skipped_old=skipped_old,
-                      repeated_in_feed=repeated, invalid=invalid)
+        return FeedResult(
+            feed=feed.name,
+            status="error",
+            http_status=http_status,
+            error=f"malformed feed: {parsed.get('bozo_exception')}",
+        )
+    return FeedResult(
+        feed=feed.name,
+        status="ok",
+        http_status=http_status,
+        etag=etag,
+        last_modified=last_modified,
+        entries=tuple(entries),
+        found=len(parsed.entries),
+        skipped_old=skipped_old,
+        repeated_in_feed=repeated,
+        invalid=invalid,
+    )
 
 
 def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime) -> Entry | None:
@@ -124,11 +170,18 @@ def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime) -> Entry | None:
     entry_id = _text(raw.get("id")) or link or _fallback_id(title, published)
     resolution = resolve_offline(link)
     return Entry(
-        feed=feed.name, org=feed.org, entry_id=entry_id[:2000], link=link,
-        url=resolution.url, title=title, publisher=_publisher(raw),
-        published=min(published, fetched), fetched=fetched,
+        feed=feed.name,
+        org=feed.org,
+        entry_id=entry_id[:2000],
+        link=link,
+        url=resolution.url,
+        title=title,
+        publisher=_publisher(raw),
+        published=min(published, fetched),
+        fetched=fetched,
         summary=_text(raw.get("summary"))[:MAX_SUMMARY_CHARS],
-        link_resolution=resolution.method)
+        link_resolution=resolution.method,
+    )
 
 
 def _text(value: Any) -> str:
@@ -148,8 +201,11 @@ def _entry_time(raw: Any) -> datetime | None:
 
 def _publisher(raw: Any) -> str:
     source = raw.get("source") or {}
-    for candidate in (source.get("title"), raw.get("author"),
-                      (raw.get("author_detail") or {}).get("name")):
+    for candidate in (
+        source.get("title"),
+        raw.get("author"),
+        (raw.get("author_detail") or {}).get("name"),
+    ):
         text = _text(candidate)
         if text:
             return text[:200]

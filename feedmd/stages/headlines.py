@@ -21,11 +21,43 @@ from feedmd.config import Settings
 
 # Words that carry no identity in a headline: articles, short prepositions and the
 # newsroom verbs and labels seed 003 names ("the, to, says, new, live and similar").
-STOPWORDS = frozenset({
-    "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "at", "by", "with", "from",
-    "as", "is", "are", "was", "were", "be", "been", "its", "it", "this", "that", "says",
-    "said", "new", "live", "latest", "update", "updates", "breaking",
-})
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "at",
+        "by",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "its",
+        "it",
+        "this",
+        "that",
+        "says",
+        "said",
+        "new",
+        "live",
+        "latest",
+        "update",
+        "updates",
+        "breaking",
+    }
+)
 
 # A trailing " - Publisher" / " | Publisher" of at most this many words is the outlet's
 # name (Google News appends " - Publisher"), not part of the headline (seed 003).
@@ -41,7 +73,7 @@ def strip_publisher_suffix(title: str) -> str:
     """Remove a trailing ' - Publisher' or ' | Publisher' of four words or fewer."""
     match = _SUFFIX.search(title)
     if match and len(match.group(1).split()) <= MAX_PUBLISHER_SUFFIX_WORDS:
-        stripped = title[:match.start()].strip()
+        stripped = title[: match.start()].strip()
         if stripped:
             return stripped
     return title
@@ -119,8 +151,7 @@ class HeadlineMatch:
     shared: tuple[str, ...]
 
 
-def match_headlines(first: Headline, second: Headline, settings: Settings
-                    ) -> HeadlineMatch | None:
+def match_headlines(first: Headline, second: Headline, settings: Settings) -> HeadlineMatch | None:
     """Return the first rule (jaccard, containment, simhash) under which two headlines match."""
     a, b = first.tokens, second.tokens
     if len(a) < settings.headline_min_tokens or len(b) < settings.headline_min_tokens:
@@ -130,16 +161,21 @@ def match_headlines(first: Headline, second: Headline, settings: Settings
     union = len(a) + len(b) - inter
     jaccard = as_fraction(settings.jaccard_threshold)
     if inter * jaccard.denominator >= jaccard.numerator * union:
-        return HeadlineMatch("jaccard", inter / union, settings.jaccard_threshold,
-                             tuple(sorted(shared)))
+        return HeadlineMatch(
+            "jaccard", inter / union, settings.jaccard_threshold, tuple(sorted(shared))
+        )
     smaller = min(len(a), len(b))
     containment = as_fraction(settings.containment_threshold)
-    if (smaller >= settings.containment_min_tokens
-            and inter * containment.denominator >= containment.numerator * smaller):
-        return HeadlineMatch("containment", inter / smaller, settings.containment_threshold,
-                             tuple(sorted(shared)))
+    if (
+        smaller >= settings.containment_min_tokens
+        and inter * containment.denominator >= containment.numerator * smaller
+    ):
+        return HeadlineMatch(
+            "containment", inter / smaller, settings.containment_threshold, tuple(sorted(shared))
+        )
     bits = (first.simhash ^ second.simhash).bit_count()
     if bits <= settings.simhash_max_bits:
-        return HeadlineMatch("simhash", float(bits), float(settings.simhash_max_bits),
-                             tuple(sorted(shared)))
+        return HeadlineMatch(
+            "simhash", float(bits), float(settings.simhash_max_bits), tuple(sorted(shared))
+        )
     return None

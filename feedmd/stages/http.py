@@ -39,18 +39,26 @@ class Fetcher:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        timeout = httpx.Timeout(settings.fetch_timeout_seconds,
-                                connect=settings.connect_timeout_seconds)
-        limits = httpx.Limits(max_connections=settings.fetch_concurrency,
-                              max_keepalive_connections=settings.fetch_concurrency)
+        timeout = httpx.Timeout(
+            settings.fetch_timeout_seconds, connect=settings.connect_timeout_seconds
+        )
+        limits = httpx.Limits(
+            max_connections=settings.fetch_concurrency,
+            max_keepalive_connections=settings.fetch_concurrency,
+        )
         self._client = httpx.AsyncClient(
-            timeout=timeout, limits=limits, follow_redirects=True,
+            timeout=timeout,
+            limits=limits,
+            follow_redirects=True,
             max_redirects=settings.max_redirects,
             headers={"User-Agent": settings.user_agent},
-            proxy=settings.proxy or None, trust_env=not settings.proxy)
+            proxy=settings.proxy or None,
+            trust_env=not settings.proxy,
+        )
         self._global = asyncio.Semaphore(settings.fetch_concurrency)
         self._per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(
-            lambda: asyncio.Semaphore(settings.fetch_concurrency_per_host))
+            lambda: asyncio.Semaphore(settings.fetch_concurrency_per_host)
+        )
 
     async def __aenter__(self) -> Fetcher:
         return self
@@ -62,19 +70,21 @@ class Fetcher:
         """GET ``url`` within the limits; raise FetchError with a readable reason on failure."""
         async with self._per_host[host_of(url)], self._global:
             try:
-                return await asyncio.wait_for(self._get(url, headers or {}),
-                                              self.settings.fetch_timeout_seconds)
+                return await asyncio.wait_for(
+                    self._get(url, headers or {}), self.settings.fetch_timeout_seconds
+                )
             except TimeoutError:
                 raise FetchError(
-                    f"timed out after {self.settings.fetch_timeout_seconds:g} s") from None
+                    f"timed out after {self.settings.fetch_timeout_seconds:g} s"
+                ) from None
             except httpx.TooManyRedirects:
-                raise FetchError(
-                    f"more than {self.settings.max_redirects} redirects") from None
+                raise FetchError(f"more than {self.settings.max_redirects} redirects") from None
             except httpx.InvalidURL as exc:
                 raise FetchError(f"invalid URL: {exc}") from None
             except httpx.TimeoutException:
                 raise FetchError(
-                    f"timed out after {self.settings.fetch_timeout_seconds:g} s") from None
+                    f"timed out after {self.settings.fetch_timeout_seconds:g} s"
+                ) from None
             except httpx.HTTPError as exc:
                 raise FetchError(f"{type(exc).__name__}: {exc}") from None
 
@@ -83,8 +93,9 @@ class Fetcher:
         async with self._client.stream("GET", url, headers=headers) as response:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
-                raise ResponseTooLarge(f"response of {int(declared)} bytes is over the "
-                                       f"limit of {limit} bytes")
+                raise ResponseTooLarge(
+                    f"response of {int(declared)} bytes is over the limit of {limit} bytes"
+                )
             chunks: list[bytes] = []
             size = 0
             async for chunk in response.aiter_bytes():
@@ -92,6 +103,9 @@ class Fetcher:
                 if size > limit:
                     raise ResponseTooLarge(f"response passed the limit of {limit} bytes")
                 chunks.append(chunk)
-            return Response(url=str(response.url), status=response.status_code,
-                            headers={k.lower(): v for k, v in response.headers.items()},
-                            body=b"".join(chunks))
+            return Response(
+                url=str(response.url),
+                status=response.status_code,
+                headers={k.lower(): v for k, v in response.headers.items()},
+                body=b"".join(chunks),
+            )

@@ -38,8 +38,11 @@ def resolve_offline(link: str) -> Resolution:
         return Resolution(link, "unresolved")
     if host in GOOGLE_NEWS_HOSTS and "/articles/" in parts.path:
         decoded = decode_google_news_id(parts.path.rsplit("/", 1)[-1])
-        return Resolution(decoded, "google-news-offline") if decoded else Resolution(
-            link, "unresolved")
+        return (
+            Resolution(decoded, "google-news-offline")
+            if decoded
+            else Resolution(link, "unresolved")
+        )
     if host in GOOGLE_ALERT_HOSTS and parts.path == "/url":
         targets = parse_qs(parts.query).get("url") or parse_qs(parts.query).get("q")
         if targets and targets[0].startswith(("http://", "https://")):
@@ -60,7 +63,7 @@ def decode_google_news_id(article_id: str) -> str | None:
     if length is None or offset + length > len(raw):
         return None
     try:
-        url = raw[offset:offset + length].decode("utf-8")
+        url = raw[offset : offset + length].decode("utf-8")
     except UnicodeDecodeError:
         return None
     if url.startswith("AU_yqL") or not url.startswith(("http://", "https://")):

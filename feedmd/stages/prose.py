@@ -36,8 +36,10 @@ class Prose:
 def prose_settings_version(settings: Settings) -> str:
     """A short tag of the settings that shape prose and digests; a change makes stored
     digests stale."""
-    key = (f"{PROSE_RULE_VERSION}:{settings.prose_min_words}:"
-           f"{settings.prose_max_link_share!r}:{settings.prose_min_chars}")
+    key = (
+        f"{PROSE_RULE_VERSION}:{settings.prose_min_words}:"
+        f"{settings.prose_max_link_share!r}:{settings.prose_min_chars}"
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -47,10 +49,12 @@ def prose_line(line: str, settings: Settings) -> str | None:
     if not text or text.startswith(("#", "|", ">|", "---", "===", "```")):
         return None
     text = _LIST_MARK.sub("", text.lstrip("> ").strip())
-    link_words = sum(len(m.group(1).split()) for m in _LINK.finditer(text)
-                     if not m.group(0).startswith("!"))
-    plain = _EMPHASIS.sub("", _LINK.sub(lambda m: "" if m.group(0).startswith("!")
-                                        else m.group(1), text))
+    link_words = sum(
+        len(m.group(1).split()) for m in _LINK.finditer(text) if not m.group(0).startswith("!")
+    )
+    plain = _EMPHASIS.sub(
+        "", _LINK.sub(lambda m: "" if m.group(0).startswith("!") else m.group(1), text)
+    )
     plain = " ".join(plain.split())
     words = plain.split()
     if len(words) < settings.prose_min_words:
@@ -62,12 +66,12 @@ def prose_line(line: str, settings: Settings) -> str | None:
 
 def markdown_to_prose(markdown: str, settings: Settings) -> Prose:
     """Reduce Markdown to prose and fingerprint it (TLSH of the UTF-8 prose)."""
-    lines = [kept for line in markdown.splitlines()
-             if (kept := prose_line(line, settings)) is not None]
+    lines = [
+        kept for line in markdown.splitlines() if (kept := prose_line(line, settings)) is not None
+    ]
     text = "\n".join(lines)
     if len(text) < settings.prose_min_chars:
-        return Prose(text, None, f"prose too short: {len(text)} chars < "
-                                 f"{settings.prose_min_chars}")
+        return Prose(text, None, f"prose too short: {len(text)} chars < {settings.prose_min_chars}")
     digest = tlsh.hash(text.encode("utf-8"))
     if not digest or digest == "TNULL":
         return Prose(text, None, "no TLSH digest: prose too uniform")

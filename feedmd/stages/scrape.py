@@ -33,8 +33,12 @@ def page_keys(survivors: Sequence[Candidate]) -> list[PageKey]:
     return [(candidate.entry.org, candidate.page_key) for candidate in survivors]
 
 
-def scrape(survivors: Sequence[Candidate], known: Mapping[PageKey, Page], settings: Settings,
-           on_page: Callable[[int, int], None] | None = None) -> dict[PageKey, Page]:
+def scrape(
+    survivors: Sequence[Candidate],
+    known: Mapping[PageKey, Page],
+    settings: Settings,
+    on_page: Callable[[int, int], None] | None = None,
+) -> dict[PageKey, Page]:
     """Return a Page for every survivor's (org, page key): reused when known, else fetched."""
     pages: dict[PageKey, Page] = {}
     to_fetch: dict[PageKey, str] = {}
@@ -51,11 +55,13 @@ def scrape(survivors: Sequence[Candidate], known: Mapping[PageKey, Page], settin
     return pages
 
 
-async def _fetch_pages(targets: Mapping[PageKey, str], settings: Settings,
-                       on_page: Callable[[int, int], None] | None) -> dict[PageKey, Page]:
+async def _fetch_pages(
+    targets: Mapping[PageKey, str], settings: Settings, on_page: Callable[[int, int], None] | None
+) -> dict[PageKey, Page]:
     done = 0
 
     async with Fetcher(settings) as fetcher:
+
         async def one(key: PageKey) -> tuple[PageKey, Page]:
             nonlocal done
             page = await fetch_page(fetcher, key, targets[key], settings)
@@ -75,14 +81,19 @@ async def fetch_page(fetcher: Fetcher, key: PageKey, url: str, settings: Setting
         response = await fetcher.get(url)
     except FetchError as exc:
         return replace(base, error=f"scrape failed: {exc}")
-    base = replace(base, http_status=response.status, content_type=response.content_type,
-                   etag=response.headers.get("etag"),
-                   last_modified=response.headers.get("last-modified"))
+    base = replace(
+        base,
+        http_status=response.status,
+        content_type=response.content_type,
+        etag=response.headers.get("etag"),
+        last_modified=response.headers.get("last-modified"),
+    )
     if response.status >= 400:
         return replace(base, error=f"scrape failed: HTTP {response.status}")
     if response.content_type not in HTML_TYPES:
-        return replace(base, status="not-html",
-                       no_digest_reason=f"not HTML: {response.content_type}")
+        return replace(
+            base, status="not-html", no_digest_reason=f"not HTML: {response.content_type}"
+        )
     return extract_page(base, response.body, settings)
 
 
@@ -91,11 +102,26 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
     if not body.strip():
         return replace(base, status="ok", no_digest_reason="empty page")
     try:
-        markdown = trafilatura.extract(
-            body, url=base.url or None, output_format="markdown", include_comments=False,
-            include_links=True, include_tables=True, include_images=False) or ""
+        markdown = (
+            trafilatura.extract(
+                body,
+                url=base.url or None,
+                output_format="markdown",
+                include_comments=False,
+                include_links=True,
+                include_tables=True,
+                include_images=False,
+            )
+            or ""
+        )
     except Exception as exc:  # trafilatura on hostile HTML must not stop the run
         return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
     prose = markdown_to_prose(markdown, settings)
-    return replace(base, status="ok", markdown=markdown, prose=prose.text,
-                   digest=prose.digest, no_digest_reason=prose.no_digest_reason)
+    return replace(
+        base,
+        status="ok",
+        markdown=markdown,
+        prose=prose.text,
+        digest=prose.digest,
+        no_digest_reason=prose.no_digest_reason,
+    )

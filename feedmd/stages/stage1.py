@@ -60,8 +60,13 @@ def prepare(entry: Entry) -> Candidate:
     resolved = entry.link_resolution != "unresolved"
     normalized = normalize_url(entry.url) if resolved else ""
     tokens = normalize_headline(entry.title)
-    return Candidate(entry=entry, url=normalized, url_hash=url_hash(normalized) if normalized
-                     else "", tokens=tokens, headline=Headline.from_tokens(tokens))
+    return Candidate(
+        entry=entry,
+        url=normalized,
+        url_hash=url_hash(normalized) if normalized else "",
+        tokens=tokens,
+        headline=Headline.from_tokens(tokens),
+    )
 
 
 @dataclass
@@ -84,8 +89,13 @@ def scope_key(feed: str, org: str, settings: Settings) -> str:
     return f"feed:{feed}" if settings.dedup_scope == "feed" else f"org:{org}"
 
 
-def decide(entries: Sequence[Entry], snapshot: WindowSnapshot, known: Iterable[tuple[str, str]],
-           settings: Settings, now: datetime) -> Stage1Result:
+def decide(
+    entries: Sequence[Entry],
+    snapshot: WindowSnapshot,
+    known: Iterable[tuple[str, str]],
+    settings: Settings,
+    now: datetime,
+) -> Stage1Result:
     """Decide every entry of the run on metadata alone (see the module docstring).
 
     ``known`` lists (feed, entry_id) pairs already in the store: those entries are not new.
@@ -107,8 +117,12 @@ def decide(entries: Sequence[Entry], snapshot: WindowSnapshot, known: Iterable[t
     for stored in sorted(snapshot.headlines, key=lambda h: (h.published, h.item_id)):
         if stored.published >= cutoff:
             headlines[scope_key(stored.feed, stored.org, settings)].append(
-                (Headline(frozenset(stored.tokens), stored.simhash),
-                 Match(item_id=stored.item_id), stored.title))
+                (
+                    Headline(frozenset(stored.tokens), stored.simhash),
+                    Match(item_id=stored.item_id),
+                    stored.title,
+                )
+            )
 
     result = Stage1Result(candidates=candidates, seen_before=seen_before)
     common = {"window_hours": settings.dedup_window_hours, "scope": settings.dedup_scope}
@@ -119,8 +133,12 @@ def decide(entries: Sequence[Entry], snapshot: WindowSnapshot, known: Iterable[t
         if decision is None:
             decision = _headline_repeat(candidate, headlines[scope], settings, common)
         if decision is None:
-            decision = Decision(key=candidate.key, stage="stage1", decision="kept",
-                                evidence={**common, "headline_tokens": list(candidate.tokens)})
+            decision = Decision(
+                key=candidate.key,
+                stage="stage1",
+                decision="kept",
+                evidence={**common, "headline_tokens": list(candidate.tokens)},
+            )
             own = Match(batch_key=candidate.key)
             headlines[scope].append((candidate.headline, own, entry.title))
             ids.setdefault((scope, entry.entry_id), own)
@@ -130,37 +148,66 @@ def decide(entries: Sequence[Entry], snapshot: WindowSnapshot, known: Iterable[t
     return result
 
 
-def _exact_repeat(candidate: Candidate, scope: str, ids: dict[tuple[str, str], Match],
-                  hashes: dict[tuple[str, str], Match], common: dict[str, object]
-                  ) -> Decision | None:
+def _exact_repeat(
+    candidate: Candidate,
+    scope: str,
+    ids: dict[tuple[str, str], Match],
+    hashes: dict[tuple[str, str], Match],
+    common: dict[str, object],
+) -> Decision | None:
     matched = ids.get((scope, candidate.entry.entry_id))
     if matched is not None:
-        return Decision(key=candidate.key, stage="stage1", decision="duplicate",
-                        rule="entry-id", score=1.0, threshold=1.0, matched=matched,
-                        evidence={**common, "where": _where(matched),
-                                  "entry_id": candidate.entry.entry_id})
+        return Decision(
+            key=candidate.key,
+            stage="stage1",
+            decision="duplicate",
+            rule="entry-id",
+            score=1.0,
+            threshold=1.0,
+            matched=matched,
+            evidence={**common, "where": _where(matched), "entry_id": candidate.entry.entry_id},
+        )
     if candidate.url_hash:
         matched = hashes.get((scope, candidate.url_hash))
         if matched is not None:
-            return Decision(key=candidate.key, stage="stage1", decision="duplicate",
-                            rule="url", score=1.0, threshold=1.0, matched=matched,
-                            evidence={**common, "where": _where(matched),
-                                      "normalized_url": candidate.url})
+            return Decision(
+                key=candidate.key,
+                stage="stage1",
+                decision="duplicate",
+                rule="url",
+                score=1.0,
+                threshold=1.0,
+                matched=matched,
+                evidence={**common, "where": _where(matched), "normalized_url": candidate.url},
+            )
     return None
 
 
-def _headline_repeat(candidate: Candidate, earlier: list[tuple[Headline, Match, str]],
-                     settings: Settings, common: dict[str, object]) -> Decision | None:
+def _headline_repeat(
+    candidate: Candidate,
+    earlier: list[tuple[Headline, Match, str]],
+    settings: Settings,
+    common: dict[str, object],
+) -> Decision | None:
     for headline, matched, title in earlier:
         found = match_headlines(candidate.headline, headline, settings)
         if found is not None:
-            return Decision(key=candidate.key, stage="stage1", decision="duplicate",
-                            rule=found.rule, score=round(found.score, 6),
-                            threshold=found.threshold, matched=matched,
-                            evidence={**common, "where": _where(matched),
-                                      "shared_tokens": list(found.shared),
-                                      "headline_tokens": list(candidate.tokens),
-                                      "matched_title": title})
+            return Decision(
+                key=candidate.key,
+                stage="stage1",
+                decision="duplicate",
+                rule=found.rule,
+                score=round(found.score, 6),
+                threshold=found.threshold,
+                matched=matched,
+                evidence={
+                    **common,
+                    "where": _where(matched),
+                    "shared_tokens": list(found.shared),
+                    "headline_tokens": list(candidate.tokens),
+                    "matched_title": title,
+                },
+            )
     return None
 
 

@@ -59,8 +59,9 @@ class Store:
         now = iso(datetime.now().astimezone())
         with transaction(self.db) as conn:
             for org in config.orgs:
-                conn.execute("INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)",
-                             (org, now))
+                conn.execute(
+                    "INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)", (org, now)
+                )
             for feed in config.feeds:
                 org_id = self._org_id(feed.org)
                 conn.execute(
@@ -68,7 +69,8 @@ class Store:
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
                     " org_id = excluded.org_id, url = excluded.url, title = excluded.title,"
                     " poll_minutes = excluded.poll_minutes",
-                    (org_id, feed.name, feed.url, feed.title, feed.poll_minutes))
+                    (org_id, feed.name, feed.url, feed.title, feed.poll_minutes),
+                )
 
     def _org_id(self, name: str) -> int:
         row = self.conn.execute("SELECT id FROM orgs WHERE name = ?", (name,)).fetchone()
@@ -81,12 +83,23 @@ class Store:
             row = self.conn.execute(
                 "SELECT f.name, o.name, f.url, f.poll_minutes, f.title, f.etag,"
                 " f.last_modified, f.last_fetched_at FROM feeds f JOIN orgs o"
-                " ON o.id = f.org_id WHERE f.name = ?", (name,)).fetchone()
+                " ON o.id = f.org_id WHERE f.name = ?",
+                (name,),
+            ).fetchone()
             if row is None:
                 continue
-            specs.append(FeedSpec(name=row[0], org=row[1], url=row[2], poll_minutes=row[3],
-                                  title=row[4], etag=row[5], last_modified=row[6],
-                                  last_fetched_at=parse_iso(row[7]) if row[7] else None))
+            specs.append(
+                FeedSpec(
+                    name=row[0],
+                    org=row[1],
+                    url=row[2],
+                    poll_minutes=row[3],
+                    title=row[4],
+                    etag=row[5],
+                    last_modified=row[6],
+                    last_fetched_at=parse_iso(row[7]) if row[7] else None,
+                )
+            )
         return specs
 
     def start_run(self, now: datetime, started: datetime, settings: Settings) -> int:
@@ -95,14 +108,17 @@ class Store:
             cursor = conn.execute(
                 "INSERT INTO runs (started_at, as_of, status, settings_json)"
                 " VALUES (?, ?, 'running', ?)",
-                (iso(started), iso(now), json.dumps(settings.describe(), sort_keys=True)))
+                (iso(started), iso(now), json.dumps(settings.describe(), sort_keys=True)),
+            )
             return int(cursor.lastrowid or 0)
 
     def fail_run(self, run_id: int, finished: datetime, error: str) -> None:
         """Mark a run failed (an unexpected error; nothing of its batch was stored)."""
         with transaction(self.db) as conn:
-            conn.execute("UPDATE runs SET status = 'failed', finished_at = ?, report_json = ?"
-                         " WHERE id = ?", (iso(finished), json.dumps({"error": error}), run_id))
+            conn.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, report_json = ? WHERE id = ?",
+                (iso(finished), json.dumps({"error": error}), run_id),
+            )
 
     # ---- what the stages read -------------------------------------------------------
 
@@ -117,12 +133,15 @@ class Store:
                 marks = ",".join("?" * len(chunk))
                 rows = self.conn.execute(
                     f"SELECT i.entry_id FROM items i JOIN feeds f ON f.id = i.feed_id"
-                    f" WHERE f.name = ? AND i.entry_id IN ({marks})", (feed, *chunk))
+                    f" WHERE f.name = ? AND i.entry_id IN ({marks})",
+                    (feed, *chunk),
+                )
                 known.update((feed, row[0]) for row in rows)
         return known
 
-    def snapshot(self, entries: Sequence[Entry], settings: Settings, now: datetime
-                 ) -> WindowSnapshot:
+    def snapshot(
+        self, entries: Sequence[Entry], settings: Settings, now: datetime
+    ) -> WindowSnapshot:
         """What the window holds for the orgs of these entries: the stages' only view of
         history. Duplicates are represented by their canonical item."""
         orgs = sorted({entry.org for entry in entries})
@@ -136,10 +155,24 @@ class Store:
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
-            f" AND i.decision IN ('kept', 'duplicate')", (*orgs, cutoff)).fetchall()
+            f" AND i.decision IN ('kept', 'duplicate')",
+            (*orgs, cutoff),
+        ).fetchall()
         entry_ids, url_hashes, headlines, bodies = [], [], [], []
-        for (item_id, feed, org, entry_id, hashed, title, norm, simhash, published,
-             decision, matched, digest) in rows:
+        for (
+            item_id,
+            feed,
+            org,
+            entry_id,
+            hashed,
+            title,
+            norm,
+            simhash,
+            published,
+            decision,
+            matched,
+            digest,
+        ) in rows:
             canonical = matched if decision == "duplicate" and matched else item_id
             entry_ids.append((feed, org, entry_id, canonical))
             if hashed:
@@ -147,17 +180,31 @@ class Store:
             if decision != "kept":
                 continue
             when = parse_iso(published)
-            headlines.append(StoredHeadline(
-                item_id=item_id, feed=feed, org=org, title=title,
-                tokens=tuple(norm.split()), simhash=to_unsigned64(simhash), published=when))
+            headlines.append(
+                StoredHeadline(
+                    item_id=item_id,
+                    feed=feed,
+                    org=org,
+                    title=title,
+                    tokens=tuple(norm.split()),
+                    simhash=to_unsigned64(simhash),
+                    published=when,
+                )
+            )
             if digest:
-                bodies.append(StoredBody(item_id=item_id, feed=feed, org=org, digest=digest,
-                                         published=when))
-        return WindowSnapshot(entry_ids=tuple(entry_ids), url_hashes=tuple(url_hashes),
-                              headlines=tuple(headlines), bodies=tuple(bodies))
+                bodies.append(
+                    StoredBody(item_id=item_id, feed=feed, org=org, digest=digest, published=when)
+                )
+        return WindowSnapshot(
+            entry_ids=tuple(entry_ids),
+            url_hashes=tuple(url_hashes),
+            headlines=tuple(headlines),
+            bodies=tuple(bodies),
+        )
 
-    def known_pages(self, keys: Iterable[tuple[str, str]], settings: Settings
-                    ) -> dict[tuple[str, str], Page]:
+    def known_pages(
+        self, keys: Iterable[tuple[str, str]], settings: Settings
+    ) -> dict[tuple[str, str], Page]:
         """Bodies already scraped in the org for these (org, page key) pairs, reusable when
         their prose settings match the current ones."""
         version = prose_settings_version(settings)
@@ -168,21 +215,40 @@ class Store:
                 " b.digest, b.no_digest_reason, b.etag, b.last_modified, b.extractor"
                 " FROM bodies b JOIN orgs o ON o.id = b.org_id"
                 " WHERE o.name = ? AND b.url_hash = ? AND b.settings_version = ?",
-                (org, page_key, version)).fetchone()
+                (org, page_key, version),
+            ).fetchone()
             if row is None:
                 continue
             pages[(org, page_key)] = Page(
-                url_hash=page_key, url=row[1], org=org, status="ok", http_status=row[2],
-                content_type=row[3], markdown=row[4], prose=row[5], digest=row[6],
-                no_digest_reason=row[7], etag=row[8], last_modified=row[9],
-                extractor=row[10], body_id=row[0])
+                url_hash=page_key,
+                url=row[1],
+                org=org,
+                status="ok",
+                http_status=row[2],
+                content_type=row[3],
+                markdown=row[4],
+                prose=row[5],
+                digest=row[6],
+                no_digest_reason=row[7],
+                etag=row[8],
+                last_modified=row[9],
+                extractor=row[10],
+                body_id=row[0],
+            )
         return pages
 
     # ---- writing a run --------------------------------------------------------------
 
-    def persist(self, run_id: int, feeds: Sequence[FeedResult], stage1: Stage1Result,
-                pages: Mapping[tuple[str, str], Page], stage2: Mapping[str, Decision],
-                settings: Settings, now: datetime) -> StoredItems:
+    def persist(
+        self,
+        run_id: int,
+        feeds: Sequence[FeedResult],
+        stage1: Stage1Result,
+        pages: Mapping[tuple[str, str], Page],
+        stage2: Mapping[str, Decision],
+        settings: Settings,
+        now: datetime,
+    ) -> StoredItems:
         """Write the run's feeds state, bodies and items in one transaction."""
         version = prose_settings_version(settings)
         ids: dict[str, int] = {}
@@ -190,8 +256,11 @@ class Store:
         with transaction(self.db) as conn:
             for result in feeds:
                 self._update_feed(conn, result, now)
-            body_ids = {key: self._upsert_body(conn, page, version, now)
-                        for key, page in pages.items() if page.status != "failed"}
+            body_ids = {
+                key: self._upsert_body(conn, page, version, now)
+                for key, page in pages.items()
+                if page.status != "failed"
+            }
             feed_ids = dict(conn.execute("SELECT name, id FROM feeds").fetchall())
             org_ids = dict(conn.execute("SELECT name, id FROM orgs").fetchall())
             for candidate in stage1.candidates:
@@ -199,8 +268,7 @@ class Store:
                 decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
                 matched_id = None
                 if decision.matched is not None:
-                    matched_id = decision.matched.item_id or ids[decision.matched.batch_key
-                                                                 or ""]
+                    matched_id = decision.matched.item_id or ids[decision.matched.batch_key or ""]
                 body_id = body_ids.get((entry.org, candidate.page_key))
                 cursor = conn.execute(
                     "INSERT INTO items (run_id, feed_id, org_id, entry_id, link,"
@@ -209,36 +277,67 @@ class Store:
                     " score, threshold, matched_item_id, evidence_json, error, window_hours,"
                     " scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, feed_ids[entry.feed], org_ids[entry.org], entry.entry_id,
-                     entry.link, entry.link_resolution, entry.url, candidate.url or None,
-                     candidate.url_hash or None, entry.title, " ".join(candidate.tokens),
-                     to_signed64(candidate.headline.simhash), entry.publisher, entry.summary,
-                     iso(entry.published), iso(entry.fetched), decision.stage,
-                     decision.decision, decision.rule, decision.score, decision.threshold,
-                     matched_id, json.dumps(decision.evidence, ensure_ascii=False,
-                                            sort_keys=True),
-                     decision.error, settings.dedup_window_hours, settings.dedup_scope,
-                     body_id if decision.stage != "stage1" else None))
+                    (
+                        run_id,
+                        feed_ids[entry.feed],
+                        org_ids[entry.org],
+                        entry.entry_id,
+                        entry.link,
+                        entry.link_resolution,
+                        entry.url,
+                        candidate.url or None,
+                        candidate.url_hash or None,
+                        entry.title,
+                        " ".join(candidate.tokens),
+                        to_signed64(candidate.headline.simhash),
+                        entry.publisher,
+                        entry.summary,
+                        iso(entry.published),
+                        iso(entry.fetched),
+                        decision.stage,
+                        decision.decision,
+                        decision.rule,
+                        decision.score,
+                        decision.threshold,
+                        matched_id,
+                        json.dumps(decision.evidence, ensure_ascii=False, sort_keys=True),
+                        decision.error,
+                        settings.dedup_window_hours,
+                        settings.dedup_scope,
+                        body_id if decision.stage != "stage1" else None,
+                    ),
+                )
                 item_id = int(cursor.lastrowid or 0)
                 ids[candidate.key] = item_id
                 if decision.decision == "kept":
                     kept.append(item_id)
         return StoredItems(ids=ids, kept=kept)
 
-    def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime
-                     ) -> None:
+    def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
         if result.status == "error":
-            conn.execute("UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
-                         " last_http_status = ?, last_error = ? WHERE name = ?",
-                         (iso(now), result.http_status, result.error, result.feed))
+            conn.execute(
+                "UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
+                " last_http_status = ?, last_error = ? WHERE name = ?",
+                (iso(now), result.http_status, result.error, result.feed),
+            )
             return
-        conn.execute("UPDATE feeds SET etag = ?, last_modified = ?, last_fetched_at = ?,"
-                     " last_status = ?, last_http_status = ?, last_error = NULL"
-                     " WHERE name = ?", (result.etag, result.last_modified, iso(now),
-                                         result.status, result.http_status, result.feed))
+        conn.execute(
+            "UPDATE feeds SET etag = ?, last_modified = ?, last_fetched_at = ?,"
+            " last_status = ?, last_http_status = ?, last_error = NULL"
+            " WHERE name = ?",
+            (
+                result.etag,
+                result.last_modified,
+                iso(now),
+                result.status,
+                result.http_status,
+                result.feed,
+            ),
+        )
 
-    def _upsert_body(self, conn: sqlite3.Connection, page: Page, version: str,
-                     now: datetime) -> int:
+    def _upsert_body(
+        self, conn: sqlite3.Connection, page: Page, version: str, now: datetime
+    ) -> int:
         if page.body_id is not None:
             return page.body_id
         org_id = conn.execute("SELECT id FROM orgs WHERE name = ?", (page.org,)).fetchone()[0]
@@ -253,25 +352,43 @@ class Store:
             " prose = excluded.prose, prose_chars = excluded.prose_chars,"
             " digest = excluded.digest, no_digest_reason = excluded.no_digest_reason,"
             " extractor = excluded.extractor, settings_version = excluded.settings_version",
-            (org_id, page.url_hash, page.url, iso(now), page.http_status, page.content_type,
-             page.etag, page.last_modified, page.markdown, page.prose, len(page.prose),
-             page.digest, page.no_digest_reason, page.extractor, version))
-        row = conn.execute("SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?",
-                           (org_id, page.url_hash)).fetchone()
+            (
+                org_id,
+                page.url_hash,
+                page.url,
+                iso(now),
+                page.http_status,
+                page.content_type,
+                page.etag,
+                page.last_modified,
+                page.markdown,
+                page.prose,
+                len(page.prose),
+                page.digest,
+                page.no_digest_reason,
+                page.extractor,
+                version,
+            ),
+        )
+        row = conn.execute(
+            "SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?", (org_id, page.url_hash)
+        ).fetchone()
         return int(row[0])
 
-    def finish_run(self, run_id: int, finished: datetime, status: str,
-                   report: Mapping[str, Any]) -> None:
+    def finish_run(
+        self, run_id: int, finished: datetime, status: str, report: Mapping[str, Any]
+    ) -> None:
         """Record the run's end, status and report."""
         with transaction(self.db) as conn:
-            conn.execute("UPDATE runs SET status = ?, finished_at = ?, report_json = ?"
-                         " WHERE id = ?",
-                         (status, iso(finished), json.dumps(report, sort_keys=True), run_id))
+            conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, report_json = ? WHERE id = ?",
+                (status, iso(finished), json.dumps(report, sort_keys=True), run_id),
+            )
 
 
 def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
-        yield values[start:start + _CHUNK]
+        yield values[start : start + _CHUNK]
 
 
 @dataclass(frozen=True)
@@ -318,7 +435,9 @@ def feed_info(store: Store, name: str) -> FeedInfo | None:
     """The stored feed named ``name``, or None."""
     row = store.conn.execute(
         "SELECT f.name, o.name, f.url, f.title FROM feeds f JOIN orgs o ON o.id = f.org_id"
-        " WHERE f.name = ?", (name,)).fetchone()
+        " WHERE f.name = ?",
+        (name,),
+    ).fetchone()
     return FeedInfo(*row) if row else None
 
 
@@ -330,17 +449,35 @@ def feed_items(store: Store, feed: str, limit: int = 100) -> list[FeedItem]:
         " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
         " LEFT JOIN bodies b ON b.id = i.body_id"
         " WHERE f.name = ? AND i.decision = 'kept'"
-        " ORDER BY i.published_at DESC, i.id DESC LIMIT ?", (feed, limit)).fetchall()
+        " ORDER BY i.published_at DESC, i.id DESC LIMIT ?",
+        (feed, limit),
+    ).fetchall()
     items = []
     for row in rows:
-        also = tuple(AlsoPublished(*dup) for dup in store.conn.execute(
-            "SELECT id, publisher, url_raw, title_raw, rule, score, stage FROM items"
-            " WHERE matched_item_id = ? AND decision = 'duplicate'"
-            " ORDER BY published_at, id", (row[0],)))
-        items.append(FeedItem(item_id=row[0], feed=row[1], org=row[2], entry_id=row[3],
-                              url=row[4], title=row[5], publisher=row[6], summary=row[7],
-                              published=parse_iso(row[8]), markdown=row[9],
-                              also_published_by=also))
+        also = tuple(
+            AlsoPublished(*dup)
+            for dup in store.conn.execute(
+                "SELECT id, publisher, url_raw, title_raw, rule, score, stage FROM items"
+                " WHERE matched_item_id = ? AND decision = 'duplicate'"
+                " ORDER BY published_at, id",
+                (row[0],),
+            )
+        )
+        items.append(
+            FeedItem(
+                item_id=row[0],
+                feed=row[1],
+                org=row[2],
+                entry_id=row[3],
+                url=row[4],
+                title=row[5],
+                publisher=row[6],
+                summary=row[7],
+                published=parse_iso(row[8]),
+                markdown=row[9],
+                also_published_by=also,
+            )
+        )
     return items
 
 
@@ -349,14 +486,20 @@ def feeds_of_items(store: Store, item_ids: Sequence[int]) -> list[str]:
     names: set[str] = set()
     for chunk in _chunks([str(i) for i in item_ids]):
         marks = ",".join("?" * len(chunk))
-        names.update(row[0] for row in store.conn.execute(
-            f"SELECT DISTINCT f.name FROM items i JOIN feeds f ON f.id = i.feed_id"
-            f" WHERE i.id IN ({marks})", [int(i) for i in chunk]))
+        names.update(
+            row[0]
+            for row in store.conn.execute(
+                f"SELECT DISTINCT f.name FROM items i JOIN feeds f ON f.id = i.feed_id"
+                f" WHERE i.id IN ({marks})",
+                [int(i) for i in chunk],
+            )
+        )
     return sorted(names)
 
 
-def record_deliveries(store: Store, run_id: int, item_ids: Sequence[int], target: str,
-                      now: datetime) -> int:
+def record_deliveries(
+    store: Store, run_id: int, item_ids: Sequence[int], target: str, now: datetime
+) -> int:
     """Record items as delivered to ``target`` (once per item and target); return how many
     were new deliveries."""
     with transaction(store.db) as conn:
@@ -364,5 +507,6 @@ def record_deliveries(store: Store, run_id: int, item_ids: Sequence[int], target
         conn.executemany(
             "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
             " created_at, delivered_at) VALUES (?, ?, ?, 'delivered', 1, ?, ?)",
-            [(item_id, run_id, target, iso(now), iso(now)) for item_id in item_ids])
+            [(item_id, run_id, target, iso(now), iso(now)) for item_id in item_ids],
+        )
         return conn.total_changes - before

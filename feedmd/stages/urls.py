@@ -19,11 +19,29 @@ from urllib.parse import urlsplit, urlunsplit
 # (mc_cid, mc_eid), HubSpot (_hsenc, _hsmi), Google Analytics cross-domain (_ga, _gl),
 # Twitter (ref_src, ref_url), Microsoft Start (ocid), Adobe (cmpid), and ``track=rss`` which
 # latimes.com appends to feed links (seen in the UCI headlines).
-TRACKING_PARAMETERS = frozenset({
-    "fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "igshid",
-    "mc_cid", "mc_eid", "_hsenc", "_hsmi", "_ga", "_gl", "ref_src", "ref_url", "ocid",
-    "cmpid", "track",
-})
+TRACKING_PARAMETERS = frozenset(
+    {
+        "fbclid",
+        "gclid",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "msclkid",
+        "yclid",
+        "igshid",
+        "mc_cid",
+        "mc_eid",
+        "_hsenc",
+        "_hsmi",
+        "_ga",
+        "_gl",
+        "ref_src",
+        "ref_url",
+        "ocid",
+        "cmpid",
+        "track",
+    }
+)
 TRACKING_PREFIXES = ("utm_",)
 
 MAX_URL_LENGTH = 8192

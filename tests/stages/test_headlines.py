@@ -25,26 +25,45 @@ def h(*tokens: str) -> Headline:
 
 
 def test_seed_003_reuters_headline_normalises_as_in_the_seed() -> None:
-    assert normalize_headline("Pope Leo says he will undergo surgery for small growth on "
-                              "lung") == ("pope", "leo", "he", "will", "undergo", "surgery",
-                                          "small", "growth", "lung")
+    assert normalize_headline("Pope Leo says he will undergo surgery for small growth on lung") == (
+        "pope",
+        "leo",
+        "he",
+        "will",
+        "undergo",
+        "surgery",
+        "small",
+        "growth",
+        "lung",
+    )
 
 
-@pytest.mark.parametrize(("title", "expected"), [
-    ("Stocks rally - Reuters", "Stocks rally"),
-    ("Stocks rally | The New York Times", "Stocks rally"),
-    ("Swiss stocks - Factors to watch on October 12",
-     "Swiss stocks - Factors to watch on October 12"),
-    ("A - B - Associated Press", "A - B"),
-])
-def test_publisher_suffix_of_four_words_or_fewer_is_stripped(title: str, expected: str
-                                                             ) -> None:
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Stocks rally - Reuters", "Stocks rally"),
+        ("Stocks rally | The New York Times", "Stocks rally"),
+        (
+            "Swiss stocks - Factors to watch on October 12",
+            "Swiss stocks - Factors to watch on October 12",
+        ),
+        ("A - B - Associated Press", "A - B"),
+    ],
+)
+def test_publisher_suffix_of_four_words_or_fewer_is_stripped(title: str, expected: str) -> None:
     assert strip_publisher_suffix(title) == expected
 
 
 def test_punctuation_and_case() -> None:
     assert normalize_headline("Mt. Gox files for U.S. bankruptcy; Fed's view") == (
-        "mt", "gox", "files", "us", "bankruptcy", "feds", "view")
+        "mt",
+        "gox",
+        "files",
+        "us",
+        "bankruptcy",
+        "feds",
+        "view",
+    )
 
 
 def test_normalisation_never_raises_on_odd_input() -> None:
@@ -83,15 +102,19 @@ def test_containment_boundary() -> None:
 
 
 def test_short_headlines_never_cluster() -> None:
-    assert match_headlines(h("live", "updates", "war"), h("live", "updates", "war"),
-                           SETTINGS) is None
-    assert match_headlines(h("a1", "b1", "c1", "d1"), h("a1", "b1", "c1", "d1"),
-                           SETTINGS) is not None
+    assert (
+        match_headlines(h("live", "updates", "war"), h("live", "updates", "war"), SETTINGS) is None
+    )
+    assert (
+        match_headlines(h("a1", "b1", "c1", "d1"), h("a1", "b1", "c1", "d1"), SETTINGS) is not None
+    )
 
 
 def test_simhash_rule_on_both_sides_of_three_bits() -> None:
-    a, b = Headline(frozenset({"a", "b", "c", "d"}), 0), Headline(frozenset({"e", "f", "g",
-                                                                             "h"}), 0b111)
+    a, b = (
+        Headline(frozenset({"a", "b", "c", "d"}), 0),
+        Headline(frozenset({"e", "f", "g", "h"}), 0b111),
+    )
     assert match_headlines(a, b, SETTINGS).rule == "simhash"
     c = Headline(frozenset({"e", "f", "g", "h"}), 0b1111)
     assert match_headlines(a, c, SETTINGS) is None
@@ -100,8 +123,7 @@ def test_simhash_rule_on_both_sides_of_three_bits() -> None:
 def test_seed_templated_pair_merges_under_the_plain_rules() -> None:
     # seed 003: a known false merge of the plain rules (Jaccard 0.71); the subject gate
     # of the stage-1 issue keeps them apart
-    a = Headline.from_tokens(normalize_headline("QuantumScape Q3 2026 Earnings Date and "
-                                                "Estimates"))
+    a = Headline.from_tokens(normalize_headline("QuantumScape Q3 2026 Earnings Date and Estimates"))
     b = Headline.from_tokens(normalize_headline("B2Gold Q3 2026 Earnings Date and Estimates"))
     found = match_headlines(a, b, SETTINGS)
     assert found is not None and round(found.score, 2) == 0.71

@@ -29,8 +29,10 @@ def test_new_format_google_news_link_stays_unresolved() -> None:
 
 
 def test_google_alerts_link_is_unwrapped() -> None:
-    link = ("https://www.google.com/url?rct=j&sa=t&url=https://example.com/story%3Fid%3D7"
-            "&ct=ga&cd=CAIyGg&usg=AOvVaw")
+    link = (
+        "https://www.google.com/url?rct=j&sa=t&url=https://example.com/story%3Fid%3D7"
+        "&ct=ga&cd=CAIyGg&usg=AOvVaw"
+    )
     resolution = resolve_offline(link)
     assert resolution.url == "https://example.com/story?id=7"
     assert resolution.method == "google-alerts"
