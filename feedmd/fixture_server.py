@@ -6,7 +6,8 @@ answers ``http://HOST/PATH`` from ``ROOT/site/HOST/PATH`` (then ``PATH.html``, t
 ``PATH/index.html``), so per-host behaviour (limits, furniture) is real. It also answers
 plain requests for ``/HOST/PATH`` when used without the proxy setting.
 
-``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``status``), and
+``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``status``,
+``content_type``), and
 ``edition`` switches to ``FILE.ed2`` variants to model a feed that changed between runs.
 Responses carry an ETag and honour If-None-Match with 304, like a well-behaved publisher.
 """

@@ -106,23 +106,28 @@ def test_404_and_timeout_pages_fail_their_items_only(site: Site, store: Store) -
     assert "timed out after 1 s" in str(slow["error"])
 
 
-def test_duplicate_entry_ids_in_one_feed_are_stored_once(site: Site, store: Store) -> None:
+def test_duplicate_entry_ids_in_one_feed_keep_the_earliest_listing(
+    site: Site, store: Store
+) -> None:
     page = site.put("http://good.example/ferry", article_html(GOOD_TITLE, story("ferry")))
     feed = site.put(
         "http://feeds.example/a.xml",
         rss(
             [
+                FeedItemSpec(
+                    "Edited title listed first but published later", page, at(9), guid="same"
+                ),
                 FeedItemSpec(GOOD_TITLE, page, at(8), guid="same"),
                 FeedItemSpec(
-                    "Completely different title on the same id here", page, at(9), guid="same"
+                    "A third listing of the same id, later still", page, at(10), guid="same"
                 ),
             ]
         ),
     )
     server = site.start()
     report = run(store, make_config([("o", "a", feed)], server), now=at(12))
-    assert report.found == 2
-    assert report.repeated_in_feed == 1
+    assert report.found == 3
+    assert report.repeated_in_feed == 2
     assert report.new == 1
     assert [row["title_raw"] for row in item_rows(store)] == [GOOD_TITLE]
 

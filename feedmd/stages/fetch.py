@@ -123,22 +123,23 @@ def parse_feed(
             error=f"malformed feed: {reason}",
         )
     oldest = now - timedelta(hours=settings.history_window_hours)
-    entries: list[Entry] = []
-    seen_ids: set[str] = set()
-    skipped_old = repeated = invalid = 0
+    by_id: dict[str, Entry] = {}
+    invalid = repeated = 0
     for raw in parsed.entries:
         entry = _to_entry(feed, raw, now)
         if entry is None:
             invalid += 1
             continue
-        if entry.entry_id in seen_ids:
+        earlier = by_id.get(entry.entry_id)
+        if earlier is not None:
+            # one id listed twice (an edited entry, a sloppy feed): keep the earliest
+            # published listing, like every other repeat
             repeated += 1
-            continue
-        seen_ids.add(entry.entry_id)
-        if entry.published < oldest:
-            skipped_old += 1
-            continue
-        entries.append(entry)
+            if entry.published >= earlier.published:
+                continue
+        by_id[entry.entry_id] = entry
+    entries = [e for e in by_id.values() if e.published >= oldest]
+    skipped_old = len(by_id) - len(entries)
     if parsed.get("bozo") and invalid and not entries and not skipped_old and not repeated:
         return FeedResult(
             feed=feed.name,
