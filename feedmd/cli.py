@@ -70,11 +70,20 @@ def _load(config_path: str | None, settings: dict[str, Any], db: str | None) -> 
 
 
 def _progress() -> Callable[[int, int], None] | None:
+    """A scrape progress bar (click's) on a terminal; nothing when output is piped."""
     if not sys.stderr.isatty():
         return None
+    bar: Any = None
 
     def show(done: int, total: int) -> None:
-        click.echo(f"\rscraping {done}/{total}", nl=done == total, err=True)
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="scraping", file=sys.stderr)
+            bar.__enter__()
+        bar.update(1)
+        if done == total:
+            bar.__exit__(None, None, None)
+            bar = None
 
     return show
 
