@@ -138,6 +138,13 @@ class Settings:
         "fixture server.",
     )
 
+    google_news_base_url: str = _setting(
+        "https://news.google.com",
+        "Where new-format Google News links (ids that do not decode offline) are resolved: "
+        "the article page gives a signature, the batchexecute endpoint the publisher URL. "
+        "Tests point it at a loopback double.",
+    )
+
     # --- prose and stage 2 (seed 003 rules as written) ---
     prose_min_words: int = _setting(
         12,
