@@ -220,9 +220,21 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
 @main.command("settings")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option(
+    "--markdown",
+    is_flag=True,
+    help="Print the reference table of every setting "
+    "(default and documentation) as the README shows it.",
+)
 @setting_options
-def settings_command(config_path: str | None, as_json: bool, **kwargs: Any) -> None:
+def settings_command(config_path: str | None, as_json: bool, markdown: bool, **kwargs: Any) -> None:
     """Show every setting's effective value (defaults, file, environment, flags)."""
+    if markdown:
+        click.echo("| setting | default | what it does and where the value comes from |")
+        click.echo("|---|---|---|")
+        for name, spec in SETTING_FIELDS.items():
+            click.echo(f"| `{name}` | `{spec.default!r}` | {spec.metadata['doc']} |")
+        return
     config = _load(config_path, _settings_from(kwargs), None)
     values = config.settings.describe()
     if as_json:

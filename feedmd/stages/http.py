@@ -1,9 +1,10 @@
 """HTTP for feeds and pages: one httpx client, polite limits, bounded bodies.
 
-Every request goes through ``Fetcher.get``: a global concurrency limit and a per-host one,
-a connect timeout and a total deadline, a redirect limit, a clear User-Agent, and a body
-read in a stream that is abandoned as soon as it passes ``max_response_bytes``, so a huge or
-never-ending response costs at most that much memory and that much time.
+Every request goes through ``Fetcher.get`` (or ``Fetcher.post``): a global concurrency limit
+and a per-host one, a connect timeout and a total deadline, a redirect limit, a clear
+User-Agent, and a body read in a stream that is abandoned as soon as it passes
+``max_response_bytes``, so a huge or never-ending response costs at most that much memory
+and that much time.
 """
 
 from __future__ import annotations
@@ -68,10 +69,23 @@ class Fetcher:
 
     async def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
         """GET ``url`` within the limits; raise FetchError with a readable reason on failure."""
+        return await self._request("GET", url, headers or {}, None)
+
+    async def post(self, url: str, data: bytes, headers: dict[str, str] | None = None) -> Response:
+        """POST ``data`` to ``url`` with the same limits, size cap and errors as ``get``.
+
+        Needed for endpoints that only answer a form post (Google News batchexecute).
+        """
+        return await self._request("POST", url, headers or {}, data)
+
+    async def _request(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> Response:
         async with self._per_host[host_of(url)], self._global:
             try:
                 return await asyncio.wait_for(
-                    self._get(url, headers or {}), self.settings.fetch_timeout_seconds
+                    self._send(method, url, headers, content),
+                    self.settings.fetch_timeout_seconds,
                 )
             except TimeoutError:
                 raise FetchError(
@@ -88,9 +102,11 @@ class Fetcher:
             except httpx.HTTPError as exc:
                 raise FetchError(f"{type(exc).__name__}: {exc}") from None
 
-    async def _get(self, url: str, headers: dict[str, str]) -> Response:
+    async def _send(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> Response:
         limit = self.settings.max_response_bytes
-        async with self._client.stream("GET", url, headers=headers) as response:
+        async with self._client.stream(method, url, headers=headers, content=content) as response:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
                 raise ResponseTooLarge(

@@ -8,11 +8,15 @@ returns decisions. In order (seed 003):
 3. each entry is dropped if its entry id or URL hash repeats one earlier in this run or one
    stored inside the dedup window and scope (rules ``entry-id``, ``url``);
 4. else if its headline matches a kept headline of the window or an earlier kept entry of
-   this run (rules ``jaccard``, ``containment``, ``simhash``);
+   this run: English and other space-separated scripts by tokens (rules ``jaccard``,
+   ``containment``, ``simhash``), Korean, Japanese and Chinese by character 3-grams behind
+   a lead-token gate (rule ``cjk``, see ``cjk.py``);
 5. else it survives to the scrape.
 
 A stored item is never swapped out: a late original that matches a stored copy is the
 one marked duplicate. Every duplicate points at a kept item, never at another duplicate.
+The one exchange allowed happens inside a run for CJK groups (seed 000): an original
+outlet's copy replaces a syndicating portal's copy as the group's representative.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from feedmd.config import Settings
 from feedmd.models import Decision, Entry, Match, WindowSnapshot
+from feedmd.stages import cjk
 from feedmd.stages.headlines import Headline, match_headlines, normalize_headline
 from feedmd.stages.urls import normalize_url, url_hash
 
@@ -38,6 +44,9 @@ class Candidate:
     url_hash: str
     tokens: tuple[str, ...]
     headline: Headline
+    is_cjk: bool = False
+    grams: frozenset[str] = frozenset()
+    lead: str = ""
 
     @property
     def key(self) -> str:
@@ -60,12 +69,16 @@ def prepare(entry: Entry) -> Candidate:
     resolved = entry.link_resolution != "unresolved"
     normalized = normalize_url(entry.url) if resolved else ""
     tokens = normalize_headline(entry.title)
+    in_cjk = cjk.is_cjk(entry.title)
     return Candidate(
         entry=entry,
         url=normalized,
         url_hash=url_hash(normalized) if normalized else "",
         tokens=tokens,
         headline=Headline.from_tokens(tokens),
+        is_cjk=in_cjk,
+        grams=cjk.char_grams(entry.title) if in_cjk else frozenset(),
+        lead=cjk.lead_token(entry.title) if in_cjk else "",
     )
 
 
@@ -89,6 +102,86 @@ def scope_key(feed: str, org: str, settings: Settings) -> str:
     return f"feed:{feed}" if settings.dedup_scope == "feed" else f"org:{org}"
 
 
+@dataclass
+class _Kept:
+    """A kept headline as later entries compare against it."""
+
+    match: Match
+    title: str
+    headline: Headline
+    grams: frozenset[str] = frozenset()
+    lead: str = ""
+    rank: tuple[int, int, float] = (0, 0, 0.0)
+
+
+@dataclass
+class _Memory:
+    """What later entries are compared with: the window's kept items, then this run's."""
+
+    settings: Settings
+    ids: dict[tuple[str, str], Match] = field(default_factory=dict)
+    hashes: dict[tuple[str, str], Match] = field(default_factory=dict)
+    headlines: defaultdict[str, list[_Kept]] = field(default_factory=lambda: defaultdict(list))
+    cjk_buckets: defaultdict[tuple[str, str], list[_Kept]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: WindowSnapshot, settings: Settings, cutoff: datetime
+    ) -> _Memory:
+        memory = cls(settings)
+        for feed, org, entry_id, item_id in snapshot.entry_ids:
+            memory.ids.setdefault(
+                (scope_key(feed, org, settings), entry_id), Match(item_id=item_id)
+            )
+        for feed, org, hashed, item_id in snapshot.url_hashes:
+            memory.hashes.setdefault(
+                (scope_key(feed, org, settings), hashed), Match(item_id=item_id)
+            )
+        for stored in sorted(snapshot.headlines, key=lambda h: (h.published, h.item_id)):
+            if stored.published < cutoff:
+                continue
+            scope = scope_key(stored.feed, stored.org, settings)
+            match = Match(item_id=stored.item_id)
+            if cjk.is_cjk(stored.title):
+                lead = cjk.lead_token(stored.title)
+                memory.cjk_buckets[(scope, lead)].append(
+                    _Kept(
+                        match,
+                        stored.title,
+                        Headline(frozenset(), 0),
+                        cjk.char_grams(stored.title),
+                        lead,
+                    )
+                )
+            else:
+                memory.headlines[scope].append(
+                    _Kept(match, stored.title, Headline(frozenset(stored.tokens), stored.simhash))
+                )
+        return memory
+
+    def remember(self, candidate: Candidate, scope: str) -> None:
+        """Make a kept candidate a comparison target for the rest of the run."""
+        own = Match(batch_key=candidate.key)
+        entry = candidate.entry
+        self.ids.setdefault((scope, entry.entry_id), own)
+        if candidate.url_hash:
+            self.hashes.setdefault((scope, candidate.url_hash), own)
+        kept = _Kept(
+            own, entry.title, candidate.headline, candidate.grams, candidate.lead, _rank(candidate)
+        )
+        if candidate.is_cjk:
+            self.cjk_buckets[(scope, candidate.lead)].append(kept)
+        else:
+            self.headlines[scope].append(kept)
+
+
+def _rank(candidate: Candidate) -> tuple[int, int, float]:
+    entry = candidate.entry
+    return cjk.representative_rank(entry.url, entry.link, entry.published.timestamp())
+
+
 def decide(
     entries: Sequence[Entry],
     snapshot: WindowSnapshot,
@@ -106,32 +199,25 @@ def decide(
     order = sorted(range(len(fresh)), key=lambda i: (fresh[i].published, i))
     candidates = [prepare(fresh[i]) for i in order]
     cutoff = now - timedelta(hours=settings.dedup_window_hours)
-
-    ids: dict[tuple[str, str], Match] = {}
-    hashes: dict[tuple[str, str], Match] = {}
-    headlines: defaultdict[str, list[tuple[Headline, Match, str]]] = defaultdict(list)
-    for feed, org, entry_id, item_id in snapshot.entry_ids:
-        ids.setdefault((scope_key(feed, org, settings), entry_id), Match(item_id=item_id))
-    for feed, org, hashed, item_id in snapshot.url_hashes:
-        hashes.setdefault((scope_key(feed, org, settings), hashed), Match(item_id=item_id))
-    for stored in sorted(snapshot.headlines, key=lambda h: (h.published, h.item_id)):
-        if stored.published >= cutoff:
-            headlines[scope_key(stored.feed, stored.org, settings)].append(
-                (
-                    Headline(frozenset(stored.tokens), stored.simhash),
-                    Match(item_id=stored.item_id),
-                    stored.title,
-                )
-            )
-
+    memory = _Memory.from_snapshot(snapshot, settings, cutoff)
+    stats = cjk.GramStats.build(
+        [kept.grams for bucket in memory.cjk_buckets.values() for kept in bucket]
+        + [c.grams for c in candidates if c.is_cjk],
+        settings.cjk_idf_prior_docs,
+    )
     result = Stage1Result(candidates=candidates, seen_before=seen_before)
-    common = {"window_hours": settings.dedup_window_hours, "scope": settings.dedup_scope}
+    common: dict[str, Any] = {
+        "window_hours": settings.dedup_window_hours,
+        "scope": settings.dedup_scope,
+    }
+    replaced: dict[str, str] = {}
     for candidate in candidates:
-        entry = candidate.entry
-        scope = scope_key(entry.feed, entry.org, settings)
-        decision = _exact_repeat(candidate, scope, ids, hashes, common)
-        if decision is None:
-            decision = _headline_repeat(candidate, headlines[scope], settings, common)
+        scope = scope_key(candidate.entry.feed, candidate.entry.org, settings)
+        decision = _exact_repeat(candidate, scope, memory, common)
+        if decision is None and candidate.is_cjk:
+            decision = _cjk_repeat(candidate, scope, memory, stats, common, result, replaced)
+        elif decision is None:
+            decision = _headline_repeat(candidate, memory.headlines[scope], settings, common)
         if decision is None:
             decision = Decision(
                 key=candidate.key,
@@ -139,76 +225,174 @@ def decide(
                 decision="kept",
                 evidence={**common, "headline_tokens": list(candidate.tokens)},
             )
-            own = Match(batch_key=candidate.key)
-            headlines[scope].append((candidate.headline, own, entry.title))
-            ids.setdefault((scope, entry.entry_id), own)
-            if candidate.url_hash:
-                hashes.setdefault((scope, candidate.url_hash), own)
+            memory.remember(candidate, scope)
         result.decisions[candidate.key] = decision
+    _follow_replacements(result, replaced)
     return result
 
 
 def _exact_repeat(
-    candidate: Candidate,
-    scope: str,
-    ids: dict[tuple[str, str], Match],
-    hashes: dict[tuple[str, str], Match],
-    common: dict[str, object],
+    candidate: Candidate, scope: str, memory: _Memory, common: dict[str, Any]
 ) -> Decision | None:
-    matched = ids.get((scope, candidate.entry.entry_id))
+    matched = memory.ids.get((scope, candidate.entry.entry_id))
     if matched is not None:
-        return Decision(
-            key=candidate.key,
-            stage="stage1",
-            decision="duplicate",
-            rule="entry-id",
-            score=1.0,
-            threshold=1.0,
-            matched=matched,
-            evidence={**common, "where": _where(matched), "entry_id": candidate.entry.entry_id},
+        return _duplicate(
+            candidate,
+            "entry-id",
+            1.0,
+            1.0,
+            matched,
+            {**common, "where": _where(matched), "entry_id": candidate.entry.entry_id},
         )
     if candidate.url_hash:
-        matched = hashes.get((scope, candidate.url_hash))
+        matched = memory.hashes.get((scope, candidate.url_hash))
         if matched is not None:
-            return Decision(
-                key=candidate.key,
-                stage="stage1",
-                decision="duplicate",
-                rule="url",
-                score=1.0,
-                threshold=1.0,
-                matched=matched,
-                evidence={**common, "where": _where(matched), "normalized_url": candidate.url},
+            return _duplicate(
+                candidate,
+                "url",
+                1.0,
+                1.0,
+                matched,
+                {**common, "where": _where(matched), "normalized_url": candidate.url},
             )
     return None
 
 
 def _headline_repeat(
-    candidate: Candidate,
-    earlier: list[tuple[Headline, Match, str]],
-    settings: Settings,
-    common: dict[str, object],
+    candidate: Candidate, earlier: list[_Kept], settings: Settings, common: dict[str, Any]
 ) -> Decision | None:
-    for headline, matched, title in earlier:
-        found = match_headlines(candidate.headline, headline, settings)
+    for kept in earlier:
+        found = match_headlines(candidate.headline, kept.headline, settings)
         if found is not None:
-            return Decision(
-                key=candidate.key,
-                stage="stage1",
-                decision="duplicate",
-                rule=found.rule,
-                score=round(found.score, 6),
-                threshold=found.threshold,
-                matched=matched,
-                evidence={
+            return _duplicate(
+                candidate,
+                found.rule,
+                round(found.score, 6),
+                found.threshold,
+                kept.match,
+                {
                     **common,
-                    "where": _where(matched),
+                    "where": _where(kept.match),
                     "shared_tokens": list(found.shared),
                     "headline_tokens": list(candidate.tokens),
-                    "matched_title": title,
+                    "matched_title": kept.title,
                 },
             )
     return None
+
+
+def _cjk_repeat(
+    candidate: Candidate,
+    scope: str,
+    memory: _Memory,
+    stats: cjk.GramStats,
+    common: dict[str, Any],
+    result: Stage1Result,
+    replaced: dict[str, str],
+) -> Decision | None:
+    """Compare with the representatives of the candidate's lead-token bucket only (the gate
+    also makes the comparison linear). A better representative of this run takes over."""
+    settings = memory.settings
+    bucket = memory.cjk_buckets[(scope, candidate.lead)]
+    for position, kept in enumerate(bucket):
+        found = cjk.match_cjk(
+            candidate.grams, candidate.lead, kept.grams, kept.lead, stats, settings.cjk_threshold
+        )
+        if found is None:
+            continue
+        evidence = {
+            **common,
+            "where": _where(kept.match),
+            "lead_token": found.lead,
+            "subject_gate": "same lead token",
+            "shared_grams": found.shared_grams,
+            "matched_title": kept.title,
+        }
+        score = round(found.score, 6)
+        own_rank = _rank(candidate)
+        if kept.match.batch_key is None or own_rank >= kept.rank:
+            return _duplicate(candidate, "cjk", score, settings.cjk_threshold, kept.match, evidence)
+        # an original outlet's copy represents the group instead of a portal's copy
+        demoted = kept.match.batch_key
+        own = Match(batch_key=candidate.key)
+        result.decisions[demoted] = _duplicate_of(
+            demoted,
+            "cjk",
+            score,
+            settings.cjk_threshold,
+            own,
+            {
+                **evidence,
+                "matched_title": candidate.entry.title,
+                "replaced_by_better_representative": True,
+            },
+        )
+        replaced[demoted] = candidate.key
+        bucket[position] = _Kept(
+            own,
+            candidate.entry.title,
+            candidate.headline,
+            candidate.grams,
+            candidate.lead,
+            own_rank,
+        )
+        memory.ids.setdefault((scope, candidate.entry.entry_id), own)
+        if candidate.url_hash:
+            memory.hashes.setdefault((scope, candidate.url_hash), own)
+        return Decision(
+            key=candidate.key,
+            stage="stage1",
+            decision="kept",
+            evidence={**common, "replaced_representative": demoted},
+        )
+    return None
+
+
+def _follow_replacements(result: Stage1Result, replaced: dict[str, str]) -> None:
+    """Point duplicates of a demoted representative at the one that replaced it."""
+    if not replaced:
+        return
+    for key, decision in list(result.decisions.items()):
+        target = decision.matched.batch_key if decision.matched else None
+        if target in replaced and key != replaced[target]:
+            while target in replaced:
+                target = replaced[target]
+            result.decisions[key] = Decision(
+                key=decision.key,
+                stage=decision.stage,
+                decision=decision.decision,
+                rule=decision.rule,
+                score=decision.score,
+                threshold=decision.threshold,
+                matched=Match(batch_key=target),
+                evidence=decision.evidence,
+            )
+
+
+def _duplicate(
+    candidate: Candidate,
+    rule: str,
+    score: float,
+    threshold: float,
+    matched: Match,
+    evidence: dict[str, Any],
+) -> Decision:
+    return _duplicate_of(candidate.key, rule, score, threshold, matched, evidence)
+
+
+def _duplicate_of(
+    key: str, rule: str, score: float, threshold: float, matched: Match, evidence: dict[str, Any]
+) -> Decision:
+    return Decision(
+        key=key,
+        stage="stage1",
+        decision="duplicate",
+        rule=rule,
+        score=score,
+        threshold=threshold,
+        matched=matched,
+        evidence=evidence,
+    )
 
 
 def _where(matched: Match) -> str:

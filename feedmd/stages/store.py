@@ -266,9 +266,7 @@ class Store:
             for candidate in stage1.candidates:
                 entry = candidate.entry
                 decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
-                matched_id = None
-                if decision.matched is not None:
-                    matched_id = decision.matched.item_id or ids[decision.matched.batch_key or ""]
+                matched_id = decision.matched.item_id if decision.matched else None
                 body_id = body_ids.get((entry.org, candidate.page_key))
                 cursor = conn.execute(
                     "INSERT INTO items (run_id, feed_id, org_id, entry_id, link,"
@@ -311,6 +309,14 @@ class Store:
                 ids[candidate.key] = item_id
                 if decision.decision == "kept":
                     kept.append(item_id)
+            # matches inside the run point at items inserted in this same transaction
+            for candidate in stage1.candidates:
+                decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
+                if decision.matched is not None and decision.matched.batch_key:
+                    conn.execute(
+                        "UPDATE items SET matched_item_id = ? WHERE id = ?",
+                        (ids[decision.matched.batch_key], ids[candidate.key]),
+                    )
         return StoredItems(ids=ids, kept=kept)
 
     def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
