@@ -244,5 +244,68 @@ def settings_command(config_path: str | None, as_json: bool, markdown: bool, **k
         click.echo(f"{name} = {value!r}")
 
 
+@main.group("eval")
+def eval_group() -> None:
+    """Measure feedmd on labelled data (formats in shared/eval/README.md)."""
+
+
+def _print_eval(report: dict[str, Any], as_json: bool, summary_keys: list[str]) -> None:
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    for key in summary_keys:
+        click.echo(f"{key}: {report[key]}")
+
+
+@eval_group.command("headlines")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--batch-minutes",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Replay the headlines in batches of this many minutes, as a poller would.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@setting_options
+def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwargs: Any) -> None:
+    """Replay labelled headlines oldest first through the real stage 1 in a temporary store
+    and report merge precision, merges by rule, false merges, and pairwise and B-cubed
+    precision / recall / F1 against the story labels."""
+    from feedmd.evaluation.headlines import evaluate_headlines
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    report = evaluate_headlines(path, settings, batch_minutes)
+    _print_eval(
+        report,
+        as_json,
+        [
+            "items",
+            "merges",
+            "merge_precision",
+            "merges_by_rule",
+            "pairwise",
+            "bcubed",
+            "largest_cluster",
+        ],
+    )
+    if not as_json:
+        click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
+
+
+@eval_group.command("pairs")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@setting_options
+def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
+    """Score the headline matcher on labelled pairs: tp, fp, fn, tn, precision, recall
+    (unsure pairs left out)."""
+    from feedmd.evaluation.headlines import evaluate_pairs
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    report = evaluate_pairs(path, settings)
+    _print_eval(report, as_json, ["pairs", "tp", "fp", "fn", "tn", "precision", "recall"])
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

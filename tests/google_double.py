@@ -10,14 +10,16 @@
   otherwise) and answers in Google's framing: ``)]}'``, a blank line, then length-prefixed
   JSON arrays whose ``wrb.fr``/``Fbv4je`` entry carries ``["garturlres","<url>",1]``;
 - ``GET /publisher/...``: a publisher page, the target of the redirect mode (reach it as
-  ``http://localhost:PORT/publisher/...`` so its host differs from the double's).
+  ``http://localhost:PORT/publisher/...`` so its host differs from the double's); paths
+  under ``/publisher/gone/`` answer 404, like a publisher that turns robots away.
 
 ``mode`` switches behaviour: "normal", "redirect" (``/articles/<id>`` answers 302 to the
 publisher URL), "garbage" (batchexecute answers junk), "refused" (batchexecute answers
 Google's null result), "no-signature" (pages without the attributes), "articles-down"
 (``/articles/`` answers 500 so the ``/rss/articles/`` fallback is used); ``delay_seconds``
-makes every answer slow. ``requests`` counts ``(kind, id)`` pairs, ``max_in_flight`` the
-most requests handled at once.
+makes every answer slow; ``framing = "plain"`` drops the length lines from batchexecute
+answers (Google's answer without ``rt=c``). ``requests`` counts ``(kind, id)`` pairs,
+``max_in_flight`` the most requests handled at once, ``user_agents`` who asked.
 """
 
 from __future__ import annotations
@@ -74,8 +76,11 @@ def article_page(article_id: str, *, with_signature: bool = True) -> str:
     )
 
 
-def batchexecute_answer(url: str | None) -> str:
-    """Google's exact ``rt=c`` framing of a garturlres answer (null: a refused request)."""
+def batchexecute_answer(url: str | None, *, framing: str = "chunked") -> str:
+    """Google's exact framing of a garturlres answer (url None: a refused request).
+
+    "chunked" is the ``rt=c`` form, each array after a line with its length; "plain" is
+    one array after the blank line."""
     payload = json.dumps(["garturlres", url, 1], separators=(",", ":")) if url else None
     entry: list[Any] = (
         ["wrb.fr", "Fbv4je", payload, None, None, None, "generic"]
@@ -83,6 +88,8 @@ def batchexecute_answer(url: str | None) -> str:
         else ["wrb.fr", "Fbv4je", None, None, None, [3], "generic"]
     )
     first = json.dumps([entry, ["di", 10], ["af.httprm", 10, "-6", 7]], separators=(",", ":"))
+    if framing == "plain":
+        return f")]}}'\n\n{first}"
     second = json.dumps([["e", 4, None, None, 129]], separators=(",", ":"))
     return f")]}}'\n\n{len(first) + 1}\n{first}\n{len(second) + 1}\n{second}\n"
 
@@ -94,6 +101,8 @@ class GoogleDouble:
         self.articles: dict[str, str] = {}
         self.mode = "normal"
         self.delay_seconds = 0.0
+        self.framing = "chunked"
+        self.user_agents: set[str] = set()
         self.requests: Counter[tuple[str, str]] = Counter()
         self.rejections: list[str] = []
         self.max_in_flight = 0
@@ -102,7 +111,9 @@ class GoogleDouble:
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -157,6 +168,7 @@ class GoogleDouble:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            self.user_agents.add(handler.headers.get("User-Agent", ""))
         try:
             if self.delay_seconds and self._stopping.wait(self.delay_seconds):
                 return
@@ -180,6 +192,8 @@ class GoogleDouble:
         if method == "POST" and path == BATCHEXECUTE_PATH:
             length = int(handler.headers.get("Content-Length") or 0)
             return self._batchexecute(handler, handler.rfile.read(length))
+        if method == "GET" and path.startswith("/publisher/gone/"):
+            return 404, {"Content-Type": "text/html"}, b"<html><body>Access denied</body></html>"
         if method == "GET" and path.startswith("/publisher/"):
             return 200, {"Content-Type": "text/html"}, b"<html><body>publisher</body></html>"
         for prefix, kind in (("/articles/", "page"), ("/rss/articles/", "rss-page")):
@@ -215,7 +229,7 @@ class GoogleDouble:
         if self.mode == "garbage":
             return 200, answer, b")]}'\n\n<html>Something went wrong</html>"
         url = None if self.mode == "refused" else self.articles[article_id]
-        return 200, answer, batchexecute_answer(url).encode("utf-8")
+        return 200, answer, batchexecute_answer(url, framing=self.framing).encode("utf-8")
 
     def _check_request(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[str, str]:
         """("", id) for a well-formed garturlreq, else (the problem, id or "")."""

@@ -1,0 +1,298 @@
+"""`feedmd eval headlines` and `feedmd eval pairs`: stage 1 measured on labelled data.
+
+Headlines (``{"id", "title", "url", "publisher", "published", "story"}`` per line) are
+replayed oldest first through the real stage 1 and the real store, in batches of
+``batch_minutes`` as a poller would see them, in a temporary SQLite file. Each merge is a
+duplicate and the kept item it points at; it is right when both carry the same story.
+The story labels are event-level, so recall against them is only a diagnostic: merge
+precision is the figure that matters.
+
+Pairs (``{"id", "a", "b", "label"}``, label same / different / unsure) go through the same
+stage 1, one pair at a time: a pair is "predicted same" when the second headline is
+dropped as a duplicate of the first. Unsure pairs are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from feedmd.config import Config, FeedConfig, Settings
+from feedmd.db import open_store
+from feedmd.errors import FeedmdError
+from feedmd.models import Entry, WindowSnapshot
+from feedmd.stages import stage1
+from feedmd.stages.links import resolve_offline
+from feedmd.stages.store import Store
+from feedmd.timeutil import parse_iso
+
+EVAL_ORG = "eval"
+EVAL_FEED = "eval"
+
+
+class EvalDataError(FeedmdError):
+    """A labelled data file is missing, unreadable or has a bad line (named)."""
+
+
+@dataclass(frozen=True)
+class LabelledHeadline:
+    """One labelled headline row."""
+
+    id: str
+    title: str
+    url: str
+    publisher: str
+    published: str
+    story: str
+
+
+def read_jsonl(path: str | Path, required: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """Yield the objects of a JSON Lines file, checking the required keys of each line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalDataError(f"{path}: cannot read: {exc}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvalDataError(f"{path}:{number}: not JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise EvalDataError(f"{path}:{number}: not a JSON object")
+        missing = [key for key in required if key not in row]
+        if missing:
+            raise EvalDataError(f"{path}:{number}: missing key(s) {', '.join(missing)}")
+        yield row
+
+
+def load_headlines(path: str | Path) -> list[LabelledHeadline]:
+    """Read a labelled headline file."""
+    keys = ("id", "title", "url", "publisher", "published", "story")
+    rows = [LabelledHeadline(**{k: str(row[k]) for k in keys}) for row in read_jsonl(path, keys)]
+    ids = Counter(row.id for row in rows)
+    repeated = [key for key, count in ids.items() if count > 1]
+    if repeated:
+        raise EvalDataError(f"{path}: duplicate id {repeated[0]!r}")
+    return rows
+
+
+def _entry(row: LabelledHeadline) -> Entry:
+    try:
+        when = parse_iso(row.published)
+    except ValueError:
+        raise EvalDataError(f"row {row.id}: bad published time {row.published!r}") from None
+    resolution = resolve_offline(row.url)
+    return Entry(
+        feed=EVAL_FEED,
+        org=EVAL_ORG,
+        entry_id=row.id,
+        link=row.url,
+        url=resolution.url,
+        title=row.title,
+        publisher=row.publisher,
+        published=when,
+        fetched=when,
+        link_resolution=resolution.method,
+    )
+
+
+def replay_headlines(
+    rows: Sequence[LabelledHeadline], settings: Settings, batch_minutes: float = 60.0
+) -> dict[str, tuple[str, str | None, str | None, float | None]]:
+    """Replay rows through stage 1 and a temporary store; return for each row id its
+    (decision, rule, matched row id, score)."""
+    entries = sorted((_entry(row) for row in rows), key=lambda e: (e.published, e.entry_id))
+    config = Config(
+        settings=settings,
+        feeds=(FeedConfig(name=EVAL_FEED, url="https://eval.invalid/feed", org=EVAL_ORG),),
+    )
+    with tempfile.TemporaryDirectory(prefix="feedmd-eval-") as folder:
+        store = Store(open_store(Path(folder) / "eval.db"))
+        try:
+            store.sync_feeds(config)
+            for batch in _batches(entries, batch_minutes):
+                now = batch[-1].published
+                run_id = store.start_run(now, now, settings)
+                snapshot = store.snapshot(batch, settings, now)
+                first = stage1.decide(batch, snapshot, store.known_entries(batch), settings, now)
+                store.persist(run_id, [], first, {}, {}, settings, now)
+            rows_out = store.conn.execute(
+                "SELECT i.entry_id, i.decision, i.rule, m.entry_id, i.score FROM items i"
+                " LEFT JOIN items m ON m.id = i.matched_item_id"
+            ).fetchall()
+        finally:
+            store.db.close()
+    return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows_out}
+
+
+def _batches(entries: Sequence[Entry], minutes: float) -> Iterator[list[Entry]]:
+    if not entries:
+        return
+    width = timedelta(minutes=minutes)
+    start = entries[0].published
+    batch: list[Entry] = []
+    for entry in entries:
+        if entry.published >= start + width and batch:
+            yield batch
+            batch = []
+            while entry.published >= start + width:
+                start += width
+        batch.append(entry)
+    if batch:
+        yield batch
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def score_headlines(
+    rows: Sequence[LabelledHeadline],
+    outcome: dict[str, tuple[str, str | None, str | None, float | None]],
+) -> dict[str, Any]:
+    """Merge precision, merges by rule, false merges, pairwise and B-cubed P/R/F1 against
+    the story labels, and the largest cluster."""
+    by_id = {row.id: row for row in rows}
+    merges = [
+        (row_id, matched, rule, score)
+        for row_id, (decision, rule, matched, score) in outcome.items()
+        if decision == "duplicate" and matched is not None
+    ]
+    right = [m for m in merges if by_id[m[0]].story == by_id[m[1]].story]
+    false_merges = [
+        {
+            "id": a,
+            "title": by_id[a].title,
+            "story": by_id[a].story,
+            "matched_id": b,
+            "matched_title": by_id[b].title,
+            "matched_story": by_id[b].story,
+            "rule": rule,
+            "score": score,
+        }
+        for a, b, rule, score in merges
+        if by_id[a].story != by_id[b].story
+    ]
+    cluster_of = {row.id: row.id for row in rows}
+    for a, b, _, _ in merges:
+        cluster_of[a] = b
+    clusters: defaultdict[str, list[str]] = defaultdict(list)
+    for row_id, head in cluster_of.items():
+        clusters[head].append(row_id)
+    stories: defaultdict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        stories[row.story].append(row.id)
+    predicted_pairs = sum(len(m) * (len(m) - 1) // 2 for m in clusters.values())
+    gold_pairs = sum(len(m) * (len(m) - 1) // 2 for m in stories.values())
+    shared_pairs = 0
+    for members in clusters.values():
+        counts = Counter(by_id[m].story for m in members)
+        shared_pairs += sum(n * (n - 1) // 2 for n in counts.values())
+    pair_p = shared_pairs / predicted_pairs if predicted_pairs else 1.0
+    pair_r = shared_pairs / gold_pairs if gold_pairs else 1.0
+    b3_p = b3_r = 0.0
+    for members in clusters.values():
+        counts = Counter(by_id[m].story for m in members)
+        for member in members:
+            same = counts[by_id[member].story]
+            b3_p += same / len(members)
+            b3_r += same / len(stories[by_id[member].story])
+    b3_p /= len(rows) or 1
+    b3_r /= len(rows) or 1
+    largest_head = max(clusters, key=lambda head: (len(clusters[head]), head), default=None)
+    return {
+        "items": len(rows),
+        "merges": len(merges),
+        "merge_precision": round(len(right) / len(merges), 4) if merges else None,
+        "merges_by_rule": dict(sorted(Counter(m[2] or "" for m in merges).items())),
+        "false_merges": false_merges,
+        "pairwise": {
+            "precision": round(pair_p, 4),
+            "recall": round(pair_r, 4),
+            "f1": round(_f1(pair_p, pair_r), 4),
+        },
+        "bcubed": {
+            "precision": round(b3_p, 4),
+            "recall": round(b3_r, 4),
+            "f1": round(_f1(b3_p, b3_r), 4),
+        },
+        "largest_cluster": {
+            "size": len(clusters[largest_head]) if largest_head else 0,
+            "title": by_id[largest_head].title if largest_head else "",
+        },
+    }
+
+
+def evaluate_headlines(
+    path: str | Path, settings: Settings, batch_minutes: float = 60.0
+) -> dict[str, Any]:
+    """Run `feedmd eval headlines` on a file and return the report."""
+    rows = load_headlines(path)
+    report = score_headlines(rows, replay_headlines(rows, settings, batch_minutes))
+    return {"file": str(path), **report}
+
+
+def evaluate_pairs(path: str | Path, settings: Settings) -> dict[str, Any]:
+    """Run `feedmd eval pairs` on a file: the headline matcher on labelled pairs."""
+    counts = Counter()
+    errors: list[dict[str, Any]] = []
+    base = Entry(
+        feed=EVAL_FEED,
+        org=EVAL_ORG,
+        entry_id="a",
+        link="https://a.invalid/a",
+        url="https://a.invalid/a",
+        title="",
+        publisher="",
+        published=parse_iso("2026-01-01T00:00:00Z"),
+        fetched=parse_iso("2026-01-01T01:00:00Z"),
+    )
+    for row in read_jsonl(path, ("id", "a", "b", "label")):
+        if row["label"] not in ("same", "different"):
+            continue
+        first = replace(base, title=str(row["a"]))
+        second = replace(
+            base,
+            entry_id="b",
+            link="https://b.invalid/b",
+            url="https://b.invalid/b",
+            title=str(row["b"]),
+            published=base.published + timedelta(minutes=1),
+        )
+        result = stage1.decide([first, second], WindowSnapshot(), [], settings, base.fetched)
+        predicted = result.decisions[second.key].decision == "duplicate"
+        actual = row["label"] == "same"
+        kind = {(True, True): "tp", (True, False): "fp", (False, True): "fn", (False, False): "tn"}[
+            (predicted, actual)
+        ]
+        counts[kind] += 1
+        if kind in ("fp", "fn"):
+            errors.append(
+                {
+                    "id": row["id"],
+                    "kind": kind,
+                    "a": row["a"],
+                    "b": row["b"],
+                    "rule": result.decisions[second.key].rule,
+                }
+            )
+    tp, fp, fn, tn = (counts[k] for k in ("tp", "fp", "fn", "tn"))
+    return {
+        "file": str(path),
+        "pairs": tp + fp + fn + tn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
+        "errors": errors,
+    }
