@@ -134,7 +134,7 @@ class Page:
     url_hash: str
     url: str
     org: str
-    status: Literal["ok", "reused", "failed", "not-html"]
+    status: Literal["ok", "reused", "failed", "not-html", "skipped"]
     http_status: int | None = None
     content_type: str | None = None
     markdown: str = ""

@@ -61,6 +61,9 @@ def run(
         with timer.step("fetch"):
             fetched = fetch.fetch_feeds(feeds, settings, now)
             entries = [entry for result in fetched for entry in result.entries]
+            cached = store.cached_resolutions(fetch.links_to_resolve(entries))
+            entries, learned = fetch.resolve_entries(entries, cached, settings)
+            store.save_resolutions(learned, now)
         with timer.step("stage1"):
             snapshot = store.snapshot(entries, settings, now)
             first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)

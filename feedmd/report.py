@@ -116,7 +116,7 @@ def build_report(
         seen_before=len(stage1.seen_before),
         new=len(stage1.candidates),
         dropped_stage1=dict(dropped1),
-        scraped=sum(p.status != "reused" for p in pages.values()),
+        scraped=sum(p.status not in ("reused", "skipped") for p in pages.values()),
         reused=sum(p.status == "reused" for p in pages.values()),
         dropped_stage2=dict(dropped2),
         kept=len(kept),

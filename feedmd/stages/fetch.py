@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import calendar
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ from feedmd.errors import FetchError
 from feedmd.models import Entry, FeedResult, FeedSpec
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import resolve_offline
+from feedmd.stages.resolve import LinkResolution, needs_http, resolve_links
 
 MAX_TITLE_CHARS = 2000
 MAX_SUMMARY_CHARS = 20_000
@@ -39,6 +41,36 @@ def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False) -> 
         or feed.last_fetched_at is None
         or now - feed.last_fetched_at >= timedelta(minutes=feed.poll_minutes)
     ]
+
+
+def links_to_resolve(entries: Sequence[Entry]) -> list[str]:
+    """Links that did not resolve offline and that Google's servers can resolve."""
+    return sorted(
+        {e.link for e in entries if e.link_resolution == "unresolved" and needs_http(e.link)}
+    )
+
+
+def resolve_entries(
+    entries: Sequence[Entry], cached: Mapping[str, LinkResolution], settings: Settings
+) -> tuple[list[Entry], list[LinkResolution]]:
+    """Give entries with new-format Google News links their publisher URL, from the cache
+    or over HTTP. Returns the entries and the resolutions learned in this call. An entry
+    whose link cannot be resolved goes on unresolved (deduplicated by headline only)."""
+    pending = [link for link in links_to_resolve(entries) if link not in cached]
+    learned = asyncio.run(_resolve(pending, settings)) if pending else {}
+    known = {**cached, **learned}
+    resolved = []
+    for entry in entries:
+        found = known.get(entry.link)
+        if entry.link_resolution == "unresolved" and found and found.method != "unresolved":
+            entry = replace(entry, url=found.url, link_resolution=found.method)
+        resolved.append(entry)
+    return resolved, list(learned.values())
+
+
+async def _resolve(links: Sequence[str], settings: Settings) -> dict[str, LinkResolution]:
+    async with Fetcher(settings) as fetcher:
+        return await resolve_links(fetcher, links, settings.google_news_base_url)
 
 
 def fetch_feeds(feeds: Sequence[FeedSpec], settings: Settings, now: datetime) -> list[FeedResult]:

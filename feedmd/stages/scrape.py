@@ -48,6 +48,16 @@ def scrape(
             continue
         if key in known:
             pages[key] = replace(known[key], status="reused")
+        elif candidate.entry.link_resolution == "unresolved":
+            # a redirect page (Google's) says nothing about the article: not scraped
+            pages[key] = Page(
+                url_hash=candidate.page_key,
+                url=candidate.entry.url,
+                org=candidate.entry.org,
+                status="skipped",
+                extractor=EXTRACTOR,
+                no_digest_reason="link not resolved to a publisher URL",
+            )
         else:
             to_fetch[key] = candidate.entry.url
     fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page))

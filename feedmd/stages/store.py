@@ -31,6 +31,7 @@ from feedmd.models import (
 )
 from feedmd.stages.headlines import to_signed64, to_unsigned64
 from feedmd.stages.prose import prose_settings_version
+from feedmd.stages.resolve import LinkResolution
 from feedmd.stages.stage1 import Stage1Result
 from feedmd.timeutil import iso, parse_iso
 
@@ -237,6 +238,32 @@ class Store:
             )
         return pages
 
+    def cached_resolutions(self, links: Iterable[str]) -> dict[str, LinkResolution]:
+        """Resolutions of these redirect links learned in earlier runs."""
+        found: dict[str, LinkResolution] = {}
+        for chunk in _chunks(sorted(set(links))):
+            marks = ",".join("?" * len(chunk))
+            for link, url, method in self.conn.execute(
+                f"SELECT link, url, method FROM link_resolutions WHERE link IN ({marks})",
+                tuple(chunk),
+            ):
+                found[link] = LinkResolution(link=link, url=url, method=method)
+        return found
+
+    def save_resolutions(self, resolutions: Iterable[LinkResolution], now: datetime) -> None:
+        """Remember successful resolutions (failures are retried when the link comes back)."""
+        rows = [
+            (r.link, r.url, r.method, iso(now)) for r in resolutions if r.method != "unresolved"
+        ]
+        if not rows:
+            return
+        with transaction(self.db) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO link_resolutions (link, url, method, resolved_at)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+
     # ---- writing a run --------------------------------------------------------------
 
     def persist(
@@ -259,7 +286,7 @@ class Store:
             body_ids = {
                 key: self._upsert_body(conn, page, version, now)
                 for key, page in pages.items()
-                if page.status != "failed"
+                if page.status not in ("failed", "skipped")
             }
             feed_ids = dict(conn.execute("SELECT name, id FROM feeds").fetchall())
             org_ids = dict(conn.execute("SELECT name, id FROM orgs").fetchall())
