@@ -135,6 +135,25 @@ class Settings:
         minimum=1024,
     )
     max_redirects: int = _setting(5, "Redirects followed per request.", minimum=0, maximum=30)
+    fetch_retries: int = _setting(
+        2,
+        "Retries of a request answered 429 or 5xx (3 attempts in all): publishers rate-limit "
+        "bursts and CDNs fail transiently; a third failure is recorded on the item.",
+        minimum=0,
+        maximum=10,
+    )
+    retry_backoff_seconds: float = _setting(
+        1.0,
+        "First wait before a retry, doubled each time, unless the answer's Retry-After "
+        "asks for longer.",
+        minimum=0,
+    )
+    max_retry_wait_seconds: float = _setting(
+        30.0,
+        "A Retry-After longer than this is not waited for: the request fails now and the "
+        "run goes on (a run polls 200 feeds every 15 minutes and cannot sleep for an hour).",
+        minimum=0,
+    )
     fetch_concurrency: int = _setting(
         8, "Requests in flight at once, across all hosts.", minimum=1, maximum=256
     )

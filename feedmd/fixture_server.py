@@ -6,8 +6,8 @@ answers ``http://HOST/PATH`` from ``ROOT/site/HOST/PATH`` (then ``PATH.html``, t
 ``PATH/index.html``), so per-host behaviour (limits, furniture) is real. It also answers
 plain requests for ``/HOST/PATH`` when used without the proxy setting.
 
-``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``status``,
-``content_type``), and
+``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``status`` with an
+optional ``fail_times`` and ``retry_after``, ``content_type``), and
 ``edition`` switches to ``FILE.ed2`` variants to model a feed that changed between runs.
 Responses carry an ETag and honour If-None-Match with 304, like a well-behaved publisher.
 """
@@ -45,7 +45,9 @@ class FixtureServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -101,6 +103,14 @@ class FixtureServer:
                 return candidate
         return None
 
+    def _should_fail(self, url: str, route: dict[str, Any]) -> bool:
+        """A route with ``fail_times = N`` answers its status N times, then serves the file."""
+        if "fail_times" not in route:
+            return True
+        with self._lock:
+            seen = sum(1 for earlier in self.requests if earlier.split("?", 1)[0] == url)
+        return seen <= int(route["fail_times"])
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -117,8 +127,13 @@ class FixtureServer:
                 route = server.routes.get(url.split("?", 1)[0], {})
                 if route.get("delay_seconds"):
                     time.sleep(float(route["delay_seconds"]))
-                if route.get("status"):
-                    self._send(int(route["status"]), b"error\n", "text/plain")
+                if route.get("status") and server._should_fail(url, route):
+                    extra = (
+                        {"Retry-After": str(route["retry_after"])}
+                        if route.get("retry_after") is not None
+                        else {}
+                    )
+                    self._send(int(route["status"]), b"error\n", "text/plain", extra)
                     return
                 path = server.resolve(url)
                 if path is None:

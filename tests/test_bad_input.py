@@ -247,3 +247,58 @@ def test_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["settings", "--jaccard-threshold", "2"])
     assert result.exit_code == 1
     assert "flag --jaccard-threshold: setting 'jaccard_threshold' must be <= 1" in result.output
+
+
+def _one_page_feed(site: Site, url: str) -> str:
+    site.put(url, article_html(GOOD_TITLE, story("ferry")))
+    return site.put("http://feeds.example/a.xml", rss([FeedItemSpec(GOOD_TITLE, url, at(8))]))
+
+
+def test_5xx_is_retried_with_backoff_until_it_works(site: Site, store: Store) -> None:
+    url = "http://flaky.example/story"
+    site.route(url, status=503, fail_times=2, retry_after=0)
+    feed = _one_page_feed(site, url)
+    server = site.start()
+    config = make_config([("o", "a", feed)], server, retry_backoff_seconds=0.01)
+    report = run(store, config, now=at(12))
+    assert report.kept == 1 and report.failed == 0
+    assert server.count(url) == 3
+
+
+def test_retries_are_bounded(site: Site, store: Store) -> None:
+    url = "http://down.example/story"
+    site.route(url, status=503, fail_times=10)
+    feed = _one_page_feed(site, url)
+    server = site.start()
+    config = make_config([("o", "a", feed)], server, retry_backoff_seconds=0.01, fetch_retries=2)
+    report = run(store, config, now=at(12))
+    assert report.failed == 1
+    assert item_rows(store)[0]["error"] == "scrape failed: HTTP 503"
+    assert server.count(url) == 3
+
+
+def test_a_retry_after_longer_than_allowed_is_not_waited_for(site: Site, store: Store) -> None:
+    url = "http://busy.example/story"
+    site.route(url, status=429, fail_times=1, retry_after=120)
+    feed = _one_page_feed(site, url)
+    server = site.start()
+    config = make_config([("o", "a", feed)], server, max_retry_wait_seconds=5.0)
+    report = run(store, config, now=at(12))
+    assert report.failed == 1
+    assert item_rows(store)[0]["error"] == "scrape failed: HTTP 429"
+    assert server.count(url) == 1
+
+
+def test_retry_after_is_honoured(site: Site, store: Store) -> None:
+    import time
+
+    url = "http://limited.example/story"
+    site.route(url, status=429, fail_times=1, retry_after=1)
+    feed = _one_page_feed(site, url)
+    server = site.start()
+    config = make_config([("o", "a", feed)], server, retry_backoff_seconds=0.01)
+    started = time.monotonic()
+    report = run(store, config, now=at(12))
+    assert report.kept == 1
+    assert server.count(url) == 2
+    assert time.monotonic() - started >= 1.0

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -81,6 +83,26 @@ class Fetcher:
     async def _request(
         self, method: str, url: str, headers: dict[str, str], content: bytes | None
     ) -> Response:
+        """Send with retries: a 429 or 5xx answer is retried ``fetch_retries`` times after
+        an exponential backoff, or after the answer's Retry-After when that is longer (up to
+        ``max_retry_wait_seconds``; a longer ask is not waited for)."""
+        settings = self.settings
+        for attempt in range(settings.fetch_retries + 1):
+            response = await self._attempt(method, url, headers, content)
+            if not is_retryable(response.status) or attempt == settings.fetch_retries:
+                return response
+            wait = max(
+                settings.retry_backoff_seconds * 2**attempt,
+                retry_after_seconds(response.headers.get("retry-after")) or 0.0,
+            )
+            if wait > settings.max_retry_wait_seconds:
+                return response
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> Response:
         async with self._per_host[host_of(url)], self._global:
             try:
                 return await asyncio.wait_for(
@@ -125,3 +147,24 @@ class Fetcher:
                 headers={k.lower(): v for k, v in response.headers.items()},
                 body=b"".join(chunks),
             )
+
+
+def is_retryable(status: int) -> bool:
+    """429 Too Many Requests and 5xx server errors are worth another try."""
+    return status == 429 or 500 <= status <= 599
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds asked by a Retry-After header (delta-seconds or an HTTP date), else None."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -40,7 +40,7 @@ def no_jaccard(first: Headline, second: Headline, config: Settings) -> HeadlineM
 
 headline_specs = st.tuples(
     st.frozensets(st.sampled_from(VOCABULARY), max_size=len(VOCABULARY)),
-    st.sampled_from(("tokens", "random", "near")),
+    st.sampled_from(("tokens", "random", "near", "near")),
     st.integers(min_value=0, max_value=1000),
     st.lists(st.integers(min_value=0, max_value=63), max_size=5),
     st.integers(min_value=0, max_value=FAR),
