@@ -21,14 +21,10 @@ from feedmd.demo import DemoResult, run_demo
 SCENARIOS = json.loads((FIXTURES / "expected" / "scenarios.json").read_text())
 FEED_NAMES = {feed.url: feed.name for feed in load_config(FIXTURES / "demo.toml", environ={}).feeds}
 HEADLINE_RULES = {"jaccard", "containment", "simhash", "cjk"}
-# the subject gates keep templated headlines of different subjects apart
-GATED_SCENARIOS = {"S5"}
 
 
 def expected(scenario: dict[str, Any]) -> str:
-    """What the pipeline should decide for a fixture entry with the current gates."""
-    if scenario["scenario"] in GATED_SCENARIOS and "expect_with_subject_gate" in scenario:
-        return str(scenario["expect_with_subject_gate"])
+    """What the pipeline should decide for a fixture entry."""
     return str(scenario["expect"])
 
 

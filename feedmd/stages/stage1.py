@@ -31,8 +31,12 @@ from typing import Any
 from feedmd.config import Settings
 from feedmd.models import Decision, Entry, Match, WindowSnapshot
 from feedmd.stages import cjk
-from feedmd.stages.headlines import Headline, match_headlines, normalize_headline
+from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
+from feedmd.stages.subject_gate import CasingStats, subject_gate
 from feedmd.stages.urls import normalize_url, url_hash
+
+# Matches blocked by the subject gate kept as evidence on the item that stays.
+MAX_BLOCKED_EVIDENCE = 5
 
 
 @dataclass(frozen=True)
@@ -102,13 +106,14 @@ def scope_key(feed: str, org: str, settings: Settings) -> str:
     return f"feed:{feed}" if settings.dedup_scope == "feed" else f"org:{org}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Kept:
     """A kept headline as later entries compare against it."""
 
     match: Match
     title: str
     headline: Headline
+    tokens: tuple[str, ...] = ()
     grams: frozenset[str] = frozenset()
     lead: str = ""
     rank: tuple[int, int, float] = (0, 0, 0.0)
@@ -148,16 +153,21 @@ class _Memory:
                 lead = cjk.lead_token(stored.title)
                 memory.cjk_buckets[(scope, lead)].append(
                     _Kept(
-                        match,
-                        stored.title,
-                        Headline(frozenset(), 0),
-                        cjk.char_grams(stored.title),
-                        lead,
+                        match=match,
+                        title=stored.title,
+                        headline=Headline(frozenset(), 0),
+                        grams=cjk.char_grams(stored.title),
+                        lead=lead,
                     )
                 )
             else:
                 memory.headlines[scope].append(
-                    _Kept(match, stored.title, Headline(frozenset(stored.tokens), stored.simhash))
+                    _Kept(
+                        match=match,
+                        title=stored.title,
+                        headline=Headline(frozenset(stored.tokens), stored.simhash),
+                        tokens=stored.tokens,
+                    )
                 )
         return memory
 
@@ -169,7 +179,13 @@ class _Memory:
         if candidate.url_hash:
             self.hashes.setdefault((scope, candidate.url_hash), own)
         kept = _Kept(
-            own, entry.title, candidate.headline, candidate.grams, candidate.lead, _rank(candidate)
+            match=own,
+            title=entry.title,
+            headline=candidate.headline,
+            tokens=candidate.tokens,
+            grams=candidate.grams,
+            lead=candidate.lead,
+            rank=_rank(candidate),
         )
         if candidate.is_cjk:
             self.cjk_buckets[(scope, candidate.lead)].append(kept)
@@ -205,6 +221,10 @@ def decide(
         + [c.grams for c in candidates if c.is_cjk],
         settings.cjk_idf_prior_docs,
     )
+    casing = CasingStats.build(
+        [kept.title for scope in memory.headlines.values() for kept in scope]
+        + [c.entry.title for c in candidates if not c.is_cjk]
+    )
     result = Stage1Result(candidates=candidates, seen_before=seen_before)
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,
@@ -213,17 +233,20 @@ def decide(
     replaced: dict[str, str] = {}
     for candidate in candidates:
         scope = scope_key(candidate.entry.feed, candidate.entry.org, settings)
+        blocked: list[dict[str, Any]] = []
         decision = _exact_repeat(candidate, scope, memory, common)
         if decision is None and candidate.is_cjk:
             decision = _cjk_repeat(candidate, scope, memory, stats, common, result, replaced)
         elif decision is None:
-            decision = _headline_repeat(candidate, memory.headlines[scope], settings, common)
+            decision, blocked = _headline_repeat(
+                candidate, memory.headlines[scope], settings, casing, common
+            )
         if decision is None:
+            evidence = {**common, "headline_tokens": list(candidate.tokens)}
+            if blocked:
+                evidence["subject_gate_blocked"] = blocked
             decision = Decision(
-                key=candidate.key,
-                stage="stage1",
-                decision="kept",
-                evidence={**common, "headline_tokens": list(candidate.tokens)},
+                key=candidate.key, stage="stage1", decision="kept", evidence=evidence
             )
             memory.remember(candidate, scope)
         result.decisions[candidate.key] = decision
@@ -258,27 +281,69 @@ def _exact_repeat(
     return None
 
 
+def gated_match(
+    title: str,
+    tokens: Sequence[str],
+    headline: Headline,
+    other_title: str,
+    other_tokens: Sequence[str],
+    other_headline: Headline,
+    settings: Settings,
+    casing: CasingStats,
+) -> tuple[HeadlineMatch | None, str | None]:
+    """The headline matcher of stage 1 on one pair: seed 003's rules, then the subject gate.
+    Returns the match (None when the rules do not match or the gate blocks) and the gate's
+    reason when it blocked a match."""
+    found = match_headlines(headline, other_headline, settings)
+    if found is None or not settings.subject_gate:
+        return found, None
+    reason = subject_gate(
+        title, tokens, other_title, other_tokens, casing, settings.subject_max_tokens
+    )
+    return (None, reason) if reason is not None else (found, None)
+
+
 def _headline_repeat(
-    candidate: Candidate, earlier: list[_Kept], settings: Settings, common: dict[str, Any]
-) -> Decision | None:
+    candidate: Candidate,
+    earlier: list[_Kept],
+    settings: Settings,
+    casing: CasingStats,
+    common: dict[str, Any],
+) -> tuple[Decision | None, list[dict[str, Any]]]:
+    """The first earlier kept headline that matches and that the subject gate lets through;
+    the matches the gate blocked are returned as evidence (at most MAX_BLOCKED_EVIDENCE)."""
+    blocked: list[dict[str, Any]] = []
     for kept in earlier:
-        found = match_headlines(candidate.headline, kept.headline, settings)
-        if found is not None:
-            return _duplicate(
-                candidate,
-                found.rule,
-                round(found.score, 6),
-                found.threshold,
-                kept.match,
-                {
-                    **common,
-                    "where": _where(kept.match),
-                    "shared_tokens": list(found.shared),
-                    "headline_tokens": list(candidate.tokens),
-                    "matched_title": kept.title,
-                },
-            )
-    return None
+        found, reason = gated_match(
+            candidate.entry.title,
+            candidate.tokens,
+            candidate.headline,
+            kept.title,
+            kept.tokens,
+            kept.headline,
+            settings,
+            casing,
+        )
+        if reason is not None and len(blocked) < MAX_BLOCKED_EVIDENCE:
+            blocked.append({"matched_title": kept.title, "reason": reason})
+        if found is None:
+            continue
+        return _duplicate(
+            candidate,
+            found.rule,
+            round(found.score, 6),
+            found.threshold,
+            kept.match,
+            {
+                **common,
+                "where": _where(kept.match),
+                "shared_tokens": list(found.shared),
+                "headline_tokens": list(candidate.tokens),
+                "matched_title": kept.title,
+                "subject_gate": "passed" if settings.subject_gate else "off",
+            },
+        ), blocked
+    return None, blocked
 
 
 def _cjk_repeat(
@@ -329,12 +394,13 @@ def _cjk_repeat(
         )
         replaced[demoted] = candidate.key
         bucket[position] = _Kept(
-            own,
-            candidate.entry.title,
-            candidate.headline,
-            candidate.grams,
-            candidate.lead,
-            own_rank,
+            match=own,
+            title=candidate.entry.title,
+            headline=candidate.headline,
+            tokens=candidate.tokens,
+            grams=candidate.grams,
+            lead=candidate.lead,
+            rank=own_rank,
         )
         memory.ids.setdefault((scope, candidate.entry.entry_id), own)
         if candidate.url_hash:
