@@ -223,6 +223,29 @@ class Settings:
         maximum=2000,
     )
 
+    shingle_containment_threshold: float = _setting(
+        0.5,
+        "Share of the shorter prose's word 5-grams found in the longer at or above which "
+        "two bodies are reprints (development reprint set: 308 of 309 reprints >= 0.5, "
+        "different stories in the same furniture at most 0.299).",
+        minimum=0,
+        maximum=1,
+    )
+    similar_tlsh_distance: int = _setting(
+        100,
+        "A body within this TLSH distance of an earlier one, but not a reprint, is kept and "
+        "marked 'possible duplicate' (development set: different stories >= 118).",
+        minimum=0,
+        maximum=2000,
+    )
+    similar_containment: float = _setting(
+        0.3,
+        "Shingle containment at or above this, below the reprint threshold, marks a kept item "
+        "'possible duplicate' (development set: different stories at most 0.299).",
+        minimum=0,
+        maximum=1,
+    )
+
     def describe(self) -> dict[str, Any]:
         """Return the settings as a plain dict (stored with every run for replay)."""
         return dataclasses.asdict(self)

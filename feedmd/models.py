@@ -115,6 +115,7 @@ class StoredBody:
     org: str
     digest: str
     published: datetime
+    shingles: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,8 @@ class Page:
     last_modified: str | None = None
     extractor: str = ""
     body_id: int | None = None
+    shingles: bytes = b""
+    stale: bool = False
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The conductor: one run of every due feed, as six numbered steps.
 
 1. fetch    due feeds -> entries (conditional GET, links resolved, old entries skipped)
-2. stage 1  entries + the window snapshot -> decisions on metadata alone
+2. stage 1  entries + the window snapshot -> decisions on metadata alone (window bodies
+            fingerprinted under other prose settings are fingerprinted again first, from
+            their stored Markdown)
 3. scrape   stage-1 survivors only -> pages, Markdown, prose, digests
 4. stage 2  survivors + pages + the window snapshot -> decisions on bodies
 5. store    one transaction: items, bodies, feed state
@@ -65,6 +67,8 @@ def run(
             entries, learned = fetch.resolve_entries(entries, cached, settings)
             store.save_resolutions(learned, now)
         with timer.step("stage1"):
+            stale = store.stale_bodies(settings, now)
+            store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
             snapshot = store.snapshot(entries, settings, now)
             first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
         with timer.step("scrape"):

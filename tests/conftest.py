@@ -210,3 +210,14 @@ def make_config(
         feeds=tuple(FeedConfig(name=name, url=url, org=org) for org, name, url in feeds),
         output=OutputConfig(),
     )
+
+
+def fixture_bodies() -> dict[str, list[str]]:
+    """The article bodies of the fixture news day (real-sounding, distinct prose)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("newsday", FIXTURES / "newsday.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.BODIES)

@@ -18,6 +18,7 @@ import trafilatura
 from feedmd.config import Settings
 from feedmd.errors import FetchError
 from feedmd.models import Page
+from feedmd.stages.bodies import pack, shingle_hashes
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
 from feedmd.stages.stage1 import Candidate
@@ -47,7 +48,11 @@ def scrape(
         if key in pages or key in to_fetch:
             continue
         if key in known:
-            pages[key] = replace(known[key], status="reused")
+            pages[key] = (
+                refingerprint(known[key], settings)
+                if known[key].stale
+                else replace(known[key], status="reused")
+            )
         elif candidate.entry.link_resolution == "unresolved":
             # a redirect page (Google's) says nothing about the article: not scraped
             pages[key] = Page(
@@ -126,12 +131,26 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
         )
     except Exception as exc:  # trafilatura on hostile HTML must not stop the run
         return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
-    prose = markdown_to_prose(markdown, settings)
+    return fingerprint(replace(base, status="ok", markdown=markdown), settings)
+
+
+def fingerprint(page: Page, settings: Settings) -> Page:
+    """Prose, TLSH digest and shingle hashes of a page's Markdown (pure)."""
+    prose = markdown_to_prose(page.markdown, settings)
+    shingles = pack(shingle_hashes(prose.text)) if prose.digest else b""
     return replace(
-        base,
-        status="ok",
-        markdown=markdown,
+        page,
         prose=prose.text,
         digest=prose.digest,
         no_digest_reason=prose.no_digest_reason,
+        shingles=shingles,
+        extractor=EXTRACTOR,
     )
+
+
+def refingerprint(page: Page, settings: Settings) -> Page:
+    """A stored body fingerprinted again from its stored Markdown after the prose settings
+    or rules changed: no new request to the publisher."""
+    if page.content_type not in HTML_TYPES:
+        return replace(page, status="reused")
+    return replace(fingerprint(page, settings), status="reused", stale=True)

@@ -1,27 +1,121 @@
 """Stage 2: decide on article bodies, after the scrape.
 
 Pure: takes the stage-1 survivors (oldest first), their pages and a ``WindowSnapshot``, and
-returns one decision per survivor:
+returns one decision per survivor. Two matchers look at each body, and either may flag a
+reprint (seed 002's combination), with both scores recorded and the deciding one named:
 
-- a page that could not be fetched or read: ``failed`` at the scrape, with the reason;
-- prose with no digest (too short, not HTML): kept, matched by headline only, and the
-  evidence says why;
-- a digest within ``tlsh_max_distance`` of a kept body in the window and scope, or of an
-  earlier kept survivor of this run: ``duplicate``, rule ``tlsh``, pointing at the earliest;
-- otherwise kept.
+- TLSH distance of the prose digests <= ``tlsh_max_distance`` (seed 003), found through an
+  exact vectorised index (``tlsh_index.py``);
+- containment of word 5-gram shingles >= ``shingle_containment_threshold``, which catches
+  reprints with a trimmed or extended tail, a dateline or a copyright line (``bodies.py``).
+
+Verdict tiers (seed 002): ``reprint`` (dropped as a duplicate of the earliest matching
+body), ``similar`` (kept, marked "possible duplicate of" the closest body, when TLSH is
+within ``similar_tlsh_distance`` or containment reaches ``similar_containment``), and
+``different``. A page that failed is ``failed`` at the scrape; prose with no digest is kept
+and can only have been matched by its headline. Each survivor is compared with the kept
+bodies of the window and scope and with the earlier kept survivors of this run.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-
-import tlsh
+from typing import Any
 
 from feedmd.config import Settings
 from feedmd.models import Decision, Match, Page, WindowSnapshot
+from feedmd.stages.bodies import ShingleIndex, reaches, unpack
 from feedmd.stages.stage1 import Candidate, scope_key
+from feedmd.stages.tlsh_index import TlshIndex
+
+
+@dataclass
+class _Scope:
+    """The bodies one scope compares against, in the order they became canonical."""
+
+    digests: TlshIndex[Match] = field(default_factory=TlshIndex)
+    shingles: ShingleIndex[Match] = field(default_factory=ShingleIndex)
+    order: dict[Match, int] = field(default_factory=dict)
+
+    def add(self, digest: str, shingles: bytes, match: Match) -> None:
+        self.order[match] = len(self.order)
+        self.digests.add(digest, match)
+        if shingles:
+            self.shingles.add(unpack(shingles), match)
+
+
+@dataclass(frozen=True)
+class BodyVerdict:
+    """Both matchers' view of one body against the earlier ones."""
+
+    tier: str  # "reprint", "similar", "different"
+    rule: str | None
+    matched: Match | None
+    score: float | None
+    threshold: float | None
+    tlsh_distance: int | None
+    tlsh_match: Match | None
+    containment: float | None
+    containment_match: Match | None
+
+
+def judge(digest: str, shingles: bytes, scope: _Scope, settings: Settings) -> BodyVerdict:
+    """Compare one body with a scope's earlier bodies and name the tier."""
+    near = scope.digests.within(digest, settings.similar_tlsh_distance)
+    tlsh_best = min(near, key=lambda item: (item[1], scope.order[item[0]])) if near else None
+    tlsh_hit = next((item for item in near if item[1] <= settings.tlsh_max_distance), None)
+    shingle = (
+        scope.shingles.best(unpack(shingles), settings.shingle_containment_threshold)
+        if shingles
+        else None
+    )
+    contained = shingle is not None and reaches(shingle[1], settings.shingle_containment_threshold)
+    distance = tlsh_hit[1] if tlsh_hit else (tlsh_best[1] if tlsh_best else None)
+    tlsh_match = tlsh_hit[0] if tlsh_hit else (tlsh_best[0] if tlsh_best else None)
+    score = float(shingle[1]) if shingle else None
+    common = {
+        "tlsh_distance": distance,
+        "tlsh_match": tlsh_match,
+        "containment": score,
+        "containment_match": shingle[0] if shingle else None,
+    }
+    if tlsh_hit is not None and (
+        not contained or shingle is None or scope.order[tlsh_hit[0]] <= scope.order[shingle[0]]
+    ):
+        return BodyVerdict(
+            "reprint",
+            "tlsh",
+            tlsh_hit[0],
+            float(tlsh_hit[1]),
+            float(settings.tlsh_max_distance),
+            **common,
+        )
+    if contained and shingle is not None:
+        return BodyVerdict(
+            "reprint",
+            "shingles",
+            shingle[0],
+            shingle[1],
+            settings.shingle_containment_threshold,
+            **common,
+        )
+    if shingle is not None and reaches(shingle[1], settings.similar_containment):
+        return BodyVerdict(
+            "similar", "shingles", shingle[0], shingle[1], settings.similar_containment, **common
+        )
+    if tlsh_best is not None:
+        return BodyVerdict(
+            "similar",
+            "tlsh",
+            tlsh_best[0],
+            float(tlsh_best[1]),
+            float(settings.similar_tlsh_distance),
+            **common,
+        )
+    return BodyVerdict("different", None, None, None, None, **common)
 
 
 def decide(
@@ -33,13 +127,16 @@ def decide(
 ) -> dict[str, Decision]:
     """Decide every stage-1 survivor on its body (see the module docstring)."""
     cutoff = now - timedelta(hours=settings.dedup_window_hours)
-    bodies: defaultdict[str, list[tuple[str, Match]]] = defaultdict(list)
+    scopes: defaultdict[str, _Scope] = defaultdict(_Scope)
     for stored in sorted(snapshot.bodies, key=lambda b: (b.published, b.item_id)):
         if stored.published >= cutoff:
-            bodies[scope_key(stored.feed, stored.org, settings)].append(
-                (stored.digest, Match(item_id=stored.item_id))
+            scopes[scope_key(stored.feed, stored.org, settings)].add(
+                stored.digest, stored.shingles, Match(item_id=stored.item_id)
             )
-    common = {"window_hours": settings.dedup_window_hours, "scope": settings.dedup_scope}
+    common: dict[str, Any] = {
+        "window_hours": settings.dedup_window_hours,
+        "scope": settings.dedup_scope,
+    }
     decisions: dict[str, Decision] = {}
     for candidate in survivors:
         entry = candidate.entry
@@ -60,49 +157,62 @@ def decide(
                 decision="kept",
                 evidence={
                     **common,
+                    "verdict": "no digest",
                     "no_digest": page.no_digest_reason,
                     "prose_chars": len(page.prose),
                 },
             )
             continue
-        scope = scope_key(entry.feed, entry.org, settings)
-        decision = _body_repeat(candidate, page.digest, bodies[scope], settings, common)
-        if decision is None:
-            decision = Decision(
-                key=candidate.key,
-                stage="stage2",
-                decision="kept",
-                evidence={**common, "digest": page.digest, "prose_chars": len(page.prose)},
-            )
-            bodies[scope].append((page.digest, Match(batch_key=candidate.key)))
-        decisions[candidate.key] = decision
+        scope = scopes[scope_key(entry.feed, entry.org, settings)]
+        verdict = judge(page.digest, page.shingles, scope, settings)
+        decisions[candidate.key] = _decision(candidate, verdict, page, common)
+        if verdict.tier != "reprint":
+            scope.add(page.digest, page.shingles, Match(batch_key=candidate.key))
     return decisions
 
 
-def _body_repeat(
-    candidate: Candidate,
-    digest: str,
-    earlier: list[tuple[str, Match]],
-    settings: Settings,
-    common: dict[str, object],
-) -> Decision | None:
-    for other, matched in earlier:
-        distance = tlsh.diff(digest, other)
-        if distance <= settings.tlsh_max_distance:
-            return Decision(
-                key=candidate.key,
-                stage="stage2",
-                decision="duplicate",
-                rule="tlsh",
-                score=float(distance),
-                threshold=float(settings.tlsh_max_distance),
-                matched=matched,
-                evidence={
-                    **common,
-                    "where": "window" if matched.item_id else "run",
-                    "tlsh_distance": distance,
-                    "digest": digest,
-                    "matched_digest": other,
-                },
-            )
-    return None
+def _ref(match: Match | None) -> dict[str, Any] | None:
+    if match is None:
+        return None
+    return {"item_id": match.item_id} if match.item_id is not None else {"run_key": match.batch_key}
+
+
+def _decision(
+    candidate: Candidate, verdict: BodyVerdict, page: Page, common: dict[str, Any]
+) -> Decision:
+    evidence = {
+        **common,
+        "verdict": verdict.tier,
+        "digest": page.digest,
+        "prose_chars": len(page.prose),
+        "tlsh_distance": verdict.tlsh_distance,
+        "tlsh_match": _ref(verdict.tlsh_match),
+        "containment": None if verdict.containment is None else round(verdict.containment, 4),
+        "containment_match": _ref(verdict.containment_match),
+        "decided_by": verdict.rule,
+    }
+    if verdict.tier == "reprint":
+        evidence["where"] = "window" if verdict.matched and verdict.matched.item_id else "run"
+        return Decision(
+            key=candidate.key,
+            stage="stage2",
+            decision="duplicate",
+            rule=verdict.rule,
+            score=verdict.score,
+            threshold=verdict.threshold,
+            matched=verdict.matched,
+            evidence=evidence,
+        )
+    if verdict.tier == "similar":
+        evidence["possible_duplicate_of"] = _ref(verdict.matched)
+        return Decision(
+            key=candidate.key,
+            stage="stage2",
+            decision="kept",
+            rule=f"similar-{verdict.rule}",
+            score=verdict.score,
+            threshold=verdict.threshold,
+            matched=verdict.matched,
+            evidence=evidence,
+        )
+    return Decision(key=candidate.key, stage="stage2", decision="kept", evidence=evidence)

@@ -152,7 +152,7 @@ class Store:
         marks = ",".join("?" * len(orgs))
         rows = self.conn.execute(
             f"SELECT i.id, f.name, o.name, i.entry_id, i.url_hash, i.title_raw, i.title_norm,"
-            f" i.simhash, i.published_at, i.decision, i.matched_item_id, b.digest"
+            f" i.simhash, i.published_at, i.decision, i.matched_item_id, b.digest, b.shingles"
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
@@ -173,6 +173,7 @@ class Store:
             decision,
             matched,
             digest,
+            shingles,
         ) in rows:
             canonical = matched if decision == "duplicate" and matched else item_id
             entry_ids.append((feed, org, entry_id, canonical))
@@ -194,7 +195,14 @@ class Store:
             )
             if digest:
                 bodies.append(
-                    StoredBody(item_id=item_id, feed=feed, org=org, digest=digest, published=when)
+                    StoredBody(
+                        item_id=item_id,
+                        feed=feed,
+                        org=org,
+                        digest=digest,
+                        published=when,
+                        shingles=shingles or b"",
+                    )
                 )
         return WindowSnapshot(
             entry_ids=tuple(entry_ids),
@@ -206,17 +214,19 @@ class Store:
     def known_pages(
         self, keys: Iterable[tuple[str, str]], settings: Settings
     ) -> dict[tuple[str, str], Page]:
-        """Bodies already scraped in the org for these (org, page key) pairs, reusable when
-        their prose settings match the current ones."""
+        """Bodies already scraped in the org for these (org, page key) pairs: reused, not
+        fetched again. One fingerprinted under other prose settings comes back ``stale``,
+        for the scrape step to fingerprint again from its stored Markdown."""
         version = prose_settings_version(settings)
         pages: dict[tuple[str, str], Page] = {}
         for org, page_key in set(keys):
             row = self.conn.execute(
                 "SELECT b.id, b.url, b.http_status, b.content_type, b.markdown, b.prose,"
-                " b.digest, b.no_digest_reason, b.etag, b.last_modified, b.extractor"
+                " b.digest, b.no_digest_reason, b.etag, b.last_modified, b.extractor,"
+                " b.shingles, b.settings_version"
                 " FROM bodies b JOIN orgs o ON o.id = b.org_id"
-                " WHERE o.name = ? AND b.url_hash = ? AND b.settings_version = ?",
-                (org, page_key, version),
+                " WHERE o.name = ? AND b.url_hash = ?",
+                (org, page_key),
             ).fetchone()
             if row is None:
                 continue
@@ -235,8 +245,62 @@ class Store:
                 last_modified=row[9],
                 extractor=row[10],
                 body_id=row[0],
+                shingles=row[11] or b"",
+                stale=row[12] != version,
             )
         return pages
+
+    def stale_bodies(self, settings: Settings, now: datetime) -> list[Page]:
+        """Bodies of kept items in the dedup window fingerprinted under other prose
+        settings: their digests would not compare with fresh ones."""
+        version = prose_settings_version(settings)
+        cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
+        rows = self.conn.execute(
+            "SELECT DISTINCT b.id, b.url_hash, b.url, o.name, b.markdown, b.content_type"
+            " FROM bodies b JOIN orgs o ON o.id = b.org_id JOIN items i ON i.body_id = b.id"
+            " WHERE b.settings_version != ? AND i.published_at >= ? AND i.decision = 'kept'",
+            (version, cutoff),
+        ).fetchall()
+        return [
+            Page(
+                url_hash=row[1],
+                url=row[2],
+                org=row[3],
+                status="reused",
+                markdown=row[4],
+                content_type=row[5],
+                body_id=row[0],
+                stale=True,
+            )
+            for row in rows
+        ]
+
+    def update_fingerprints(self, pages: Iterable[Page], settings: Settings) -> int:
+        """Store recomputed prose, digests and shingles of existing bodies; return how many."""
+        version = prose_settings_version(settings)
+        rows = [
+            (
+                p.prose,
+                len(p.prose),
+                p.digest,
+                p.no_digest_reason,
+                p.shingles,
+                p.extractor,
+                version,
+                p.body_id,
+            )
+            for p in pages
+            if p.body_id is not None
+        ]
+        if not rows:
+            return 0
+        with transaction(self.db) as conn:
+            conn.executemany(
+                "UPDATE bodies SET prose = ?, prose_chars = ?, digest = ?, no_digest_reason = ?,"
+                " shingles = ?, extractor = ?, settings_version = ? WHERE id = ?",
+                rows,
+            )
+        return len(rows)
 
     def cached_resolutions(self, links: Iterable[str]) -> dict[str, LinkResolution]:
         """Resolutions of these redirect links learned in earlier runs."""
@@ -372,19 +436,37 @@ class Store:
         self, conn: sqlite3.Connection, page: Page, version: str, now: datetime
     ) -> int:
         if page.body_id is not None:
+            if page.stale:
+                conn.execute(
+                    "UPDATE bodies SET prose = ?, prose_chars = ?, digest = ?,"
+                    " no_digest_reason = ?, shingles = ?, extractor = ?, settings_version = ?"
+                    " WHERE id = ?",
+                    (
+                        page.prose,
+                        len(page.prose),
+                        page.digest,
+                        page.no_digest_reason,
+                        page.shingles,
+                        page.extractor,
+                        version,
+                        page.body_id,
+                    ),
+                )
             return page.body_id
         org_id = conn.execute("SELECT id FROM orgs WHERE name = ?", (page.org,)).fetchone()[0]
         conn.execute(
             "INSERT INTO bodies (org_id, url_hash, url, fetched_at, http_status, content_type,"
             " etag, last_modified, markdown, prose, prose_chars, digest, no_digest_reason,"
-            " extractor, settings_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " extractor, settings_version, shingles)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(org_id, url_hash) DO UPDATE SET url = excluded.url,"
             " fetched_at = excluded.fetched_at, http_status = excluded.http_status,"
             " content_type = excluded.content_type, etag = excluded.etag,"
             " last_modified = excluded.last_modified, markdown = excluded.markdown,"
             " prose = excluded.prose, prose_chars = excluded.prose_chars,"
             " digest = excluded.digest, no_digest_reason = excluded.no_digest_reason,"
-            " extractor = excluded.extractor, settings_version = excluded.settings_version",
+            " extractor = excluded.extractor, settings_version = excluded.settings_version,"
+            " shingles = excluded.shingles",
             (
                 org_id,
                 page.url_hash,
@@ -401,6 +483,7 @@ class Store:
                 page.no_digest_reason,
                 page.extractor,
                 version,
+                page.shingles,
             ),
         )
         row = conn.execute(
