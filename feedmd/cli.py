@@ -307,5 +307,90 @@ def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
     _print_eval(report, as_json, ["pairs", "tp", "fp", "fn", "tn", "precision", "recall"])
 
 
+@eval_group.command("pages")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--reference",
+    is_flag=True,
+    help="Score trafilatura's own plain text instead of feedmd's prose.",
+)
+@click.option("--per-page", is_flag=True, help="Include each page's figures in --json.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@setting_options
+def eval_pages_command(
+    directory: str, reference: bool, per_page: bool, as_json: bool, **kwargs: Any
+) -> None:
+    """Score the prose of real pages against their checked bodies (DIRECTORY holds
+    truth.jsonl and html/<id>.html.gz): precision, recall, F1 of word 4-gram shingles, and
+    how many pages give no digest."""
+    from feedmd.evaluation.pages import evaluate_pages
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    report = evaluate_pages(directory, settings, reference=reference, per_page=per_page)
+    _print_eval(report, as_json, ["pages", "precision", "recall", "f1", "no_digest"])
+
+
+@eval_group.command("reprints")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@setting_options
+def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
+    """Score stage 2 on labelled page pairs (reprint / different): reprint recall, false
+    merges and precision for TLSH, for shingle containment and for both combined. Build a
+    set from real pages with shared/tools/make_reprints.py."""
+    from feedmd.evaluation.reprints import evaluate_reprints
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    report = evaluate_reprints(path, settings)
+    _print_eval(
+        report, as_json, ["pairs", "reprint_recall", "precision", "no_digest", "by_matcher"]
+    )
+    if not as_json:
+        click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
+
+
+@main.command("fingerprint")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@setting_options
+def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
+    """Show what feedmd sees in pages (files or URLs): prose length, the TLSH digest or why
+    there is none, the junk verdict, the number of shingles."""
+    from feedmd.evaluation.reprints import describe_page, load_page
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    rows = [describe_page(source, load_page(source, settings), settings) for source in sources]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    for row in rows:
+        what = row["digest"] or f"no digest: {row['no_digest_reason'] or row['error']}"
+        click.echo(
+            f"{row['source']}: {row['prose_chars']} chars of prose, {what}, "
+            f"junk: {row['junk'] or 'no'}, {row['shingles']} shingles"
+        )
+
+
+@main.command("compare")
+@click.argument("first")
+@click.argument("second")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@setting_options
+def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> None:
+    """Compare two pages (files or URLs) as stage 2 would: TLSH distance, shingle
+    containment, and the verdict (reprint, similar, different)."""
+    from feedmd.evaluation.reprints import compare_pages, load_page
+
+    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    result = compare_pages(load_page(first, settings), load_page(second, settings), settings)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    click.echo(
+        f"verdict: {result['verdict']} (decided by {result['decided_by']}); "
+        f"tlsh distance {result['tlsh_distance']}, containment {result['containment']}"
+    )
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
