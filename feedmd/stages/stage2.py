@@ -98,13 +98,18 @@ def judge(digest: str, shingles: bytes, scope: _Scope, settings: Settings) -> Bo
             "reprint",
             "shingles",
             shingle[0],
-            shingle[1],
+            float(shingle[1]),
             settings.shingle_containment_threshold,
             **common,
         )
     if shingle is not None and reaches(shingle[1], settings.similar_containment):
         return BodyVerdict(
-            "similar", "shingles", shingle[0], shingle[1], settings.similar_containment, **common
+            "similar",
+            "shingles",
+            shingle[0],
+            float(shingle[1]),
+            settings.similar_containment,
+            **common,
         )
     if tlsh_best is not None:
         return BodyVerdict(
