@@ -243,6 +243,14 @@ class Settings:
         minimum=0,
         maximum=1,
     )
+    furniture_min_pages: int = _setting(
+        3,
+        "A prose line printed on at least this many different pages of one host (stored or "
+        "in this run) is the host's furniture (a standing disclaimer, a sign-off) and is left "
+        "out of the prose, so two unrelated articles of that host do not share it. Two pages "
+        "can share a line by chance (an update of a story); three is a pattern.",
+        minimum=2,
+    )
     tlsh_max_distance: int = _setting(
         40,
         "TLSH distance at or below this is a reprint (seed 003: 40; NBC4/NBC6 copies 0, "

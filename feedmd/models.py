@@ -149,6 +149,7 @@ class Page:
     body_id: int | None = None
     shingles: bytes = b""
     stale: bool = False
+    line_keys: tuple[str, ...] = ()
 
 
 @dataclass

@@ -74,6 +74,7 @@ def run(
         with timer.step("scrape"):
             known = store.known_pages(scrape.page_keys(first.survivors), settings)
             pages = scrape.scrape(first.survivors, known, settings, on_page)
+            pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
         with timer.step("stage2"):
             second = stage2.decide(first.survivors, pages, snapshot, settings, now)
         with timer.step("store"):

@@ -156,6 +156,14 @@ class Prose:
     text: str
     digest: str | None
     no_digest_reason: str | None
+    line_keys: tuple[str, ...] = ()
+
+
+def line_key(line: str) -> str:
+    """A short stable key of a prose line (case and spacing folded), to count where a line
+    recurs across one host's pages."""
+    folded = " ".join(line.lower().split())
+    return hashlib.blake2b(folded.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def prose_settings_version(settings: Settings) -> str:
@@ -285,18 +293,28 @@ def junk_verdict(markdown_or_prose: str, settings: Settings | None = None) -> st
     return max(by_kind.items(), key=lambda item: item[1])[0]
 
 
-def markdown_to_prose(markdown: str, settings: Settings) -> Prose:
-    """Reduce Markdown to prose and fingerprint it (TLSH of the UTF-8 prose)."""
-    blocks = _prose_blocks(markdown, settings)
+def markdown_to_prose(
+    markdown: str, settings: Settings, furniture: frozenset[str] = frozenset()
+) -> Prose:
+    """Reduce Markdown to prose and fingerprint it (TLSH of the UTF-8 prose).
+
+    ``furniture`` holds the keys of lines this page's host prints on many pages (a
+    standing disclaimer, a 'contributed to this report' line): they are left out of the
+    prose. ``line_keys`` lists every prose line's key, furniture included, so the store can
+    keep counting."""
+    candidates = _prose_blocks(markdown, settings)
+    keys = tuple(line_key(block) for block in candidates)
+    blocks = [block for block, key in zip(candidates, keys, strict=True) if key not in furniture]
     text = "\n".join(blocks)
     # judged on the prose and on the whole Markdown: a wall's own short lines ("Accept all",
     # "Page not found") are not prose, but they are most of the page
     junk = junk_verdict(text, settings) or junk_verdict(markdown, settings)
     if junk is not None:
-        return Prose(text, None, f"junk page: {junk}")
+        return Prose(text, None, f"junk page: {junk}", keys)
     if len(text) < settings.prose_min_chars:
-        return Prose(text, None, f"prose too short: {len(text)} chars < {settings.prose_min_chars}")
+        reason = f"prose too short: {len(text)} chars < {settings.prose_min_chars}"
+        return Prose(text, None, reason, keys)
     digest = tlsh.hash(text.encode("utf-8"))
     if not digest or digest == "TNULL":
-        return Prose(text, None, "no TLSH digest: prose too uniform")
-    return Prose(text, digest, None)
+        return Prose(text, None, "no TLSH digest: prose too uniform", keys)
+    return Prose(text, digest, None, keys)

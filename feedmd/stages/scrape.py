@@ -10,6 +10,7 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -22,6 +23,7 @@ from feedmd.stages.bodies import pack, shingle_hashes
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
 from feedmd.stages.stage1 import Candidate
+from feedmd.stages.urls import host_of
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
@@ -134,9 +136,10 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
     return fingerprint(replace(base, status="ok", markdown=markdown), settings)
 
 
-def fingerprint(page: Page, settings: Settings) -> Page:
-    """Prose, TLSH digest and shingle hashes of a page's Markdown (pure)."""
-    prose = markdown_to_prose(page.markdown, settings)
+def fingerprint(page: Page, settings: Settings, furniture: frozenset[str] = frozenset()) -> Page:
+    """Prose, TLSH digest and shingle hashes of a page's Markdown (pure), leaving out the
+    lines known as its host's furniture."""
+    prose = markdown_to_prose(page.markdown, settings, furniture)
     shingles = pack(shingle_hashes(prose.text)) if prose.digest else b""
     return replace(
         page,
@@ -145,6 +148,7 @@ def fingerprint(page: Page, settings: Settings) -> Page:
         no_digest_reason=prose.no_digest_reason,
         shingles=shingles,
         extractor=EXTRACTOR,
+        line_keys=prose.line_keys,
     )
 
 
@@ -154,3 +158,37 @@ def refingerprint(page: Page, settings: Settings) -> Page:
     if page.content_type not in HTML_TYPES:
         return replace(page, status="reused")
     return replace(fingerprint(page, settings), status="reused", stale=True)
+
+
+def page_host(page: Page) -> str:
+    """The host a page's furniture is learned for."""
+    return host_of(page.url)
+
+
+def without_furniture(
+    pages: Mapping[PageKey, Page],
+    stored_counts: Mapping[tuple[str, str, str], int],
+    settings: Settings,
+) -> dict[PageKey, Page]:
+    """Fingerprint again, without them, the pages that print a line their host prints on
+    ``furniture_min_pages`` pages or more, counting the stored pages
+    (``stored_counts[(org, host, line_key)]``) and this run's newly scraped ones."""
+    batch: Counter[tuple[str, str, str]] = Counter()
+    for page in pages.values():
+        if page.status == "ok":
+            host = page_host(page)
+            batch.update((page.org, host, key) for key in set(page.line_keys))
+    out = dict(pages)
+    for key, page in pages.items():
+        if page.status != "ok" or not page.line_keys:
+            continue
+        host = page_host(page)
+        furniture = frozenset(
+            line
+            for line in page.line_keys
+            if stored_counts.get((page.org, host, line), 0) + batch[(page.org, host, line)]
+            >= settings.furniture_min_pages
+        )
+        if furniture:
+            out[key] = replace(fingerprint(page, settings, furniture), line_keys=page.line_keys)
+    return out

@@ -33,6 +33,7 @@ from feedmd.stages.headlines import to_signed64, to_unsigned64
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.resolve import LinkResolution
 from feedmd.stages.stage1 import Stage1Result
+from feedmd.stages.urls import host_of
 from feedmd.timeutil import iso, parse_iso
 
 _CHUNK = 500
@@ -328,6 +329,26 @@ class Store:
                 rows,
             )
 
+    def line_counts(self, pages: Iterable[Page]) -> dict[tuple[str, str, str], int]:
+        """On how many stored pages of the same org and host each prose line of these pages
+        was printed: the evidence for furniture."""
+        wanted: dict[tuple[str, str], set[str]] = {}
+        for page in pages:
+            if page.status == "ok" and page.line_keys:
+                wanted.setdefault((page.org, host_of(page.url)), set()).update(page.line_keys)
+        counts: dict[tuple[str, str, str], int] = {}
+        for (org, host), keys in wanted.items():
+            for chunk in _chunks(sorted(keys)):
+                marks = ",".join("?" * len(chunk))
+                rows = self.conn.execute(
+                    f"SELECT l.line_key, COUNT(*) FROM body_lines l JOIN orgs o ON o.id = l.org_id"
+                    f" WHERE o.name = ? AND l.host = ? AND l.line_key IN ({marks})"
+                    f" GROUP BY l.line_key",
+                    (org, host, *chunk),
+                )
+                counts.update(((org, host, key), count) for key, count in rows)
+        return counts
+
     # ---- writing a run --------------------------------------------------------------
 
     def persist(
@@ -352,6 +373,7 @@ class Store:
                 for key, page in pages.items()
                 if page.status not in ("failed", "skipped")
             }
+            self._record_lines(conn, pages, body_ids)
             feed_ids = dict(conn.execute("SELECT name, id FROM feeds").fetchall())
             org_ids = dict(conn.execute("SELECT name, id FROM orgs").fetchall())
             for candidate in stage1.candidates:
@@ -430,6 +452,25 @@ class Store:
                 result.http_status,
                 result.feed,
             ),
+        )
+
+    def _record_lines(
+        self,
+        conn: sqlite3.Connection,
+        pages: Mapping[tuple[str, str], Page],
+        body_ids: Mapping[tuple[str, str], int],
+    ) -> None:
+        rows = []
+        for key, page in pages.items():
+            if page.status != "ok" or key not in body_ids:
+                continue
+            org_id = conn.execute("SELECT id FROM orgs WHERE name = ?", (page.org,)).fetchone()[0]
+            host = host_of(page.url)
+            rows += [(body_ids[key], org_id, host, line) for line in set(page.line_keys)]
+        conn.executemany(
+            "INSERT OR IGNORE INTO body_lines (body_id, org_id, host, line_key)"
+            " VALUES (?, ?, ?, ?)",
+            rows,
         )
 
     def _upsert_body(

@@ -159,3 +159,71 @@ def test_changed_prose_settings_refingerprint_stored_bodies_without_a_request(
     assert after["settings_version"] != before["settings_version"]
     assert server.count("one.example/story") == 1
     assert report.dropped_stage2 == {"tlsh": 1}
+
+
+DISCLAIMER = (
+    "This article is provided for general information only and does not constitute "
+    "financial, legal or investment advice of any kind whatsoever."
+)
+
+
+def _host_pages(site: Site, names: list[str]) -> list[tuple[str, str]]:
+    bodies = fixture_bodies()
+    out = []
+    for name in names:
+        url = site.put(
+            f"http://news.example/{name}", article_html(name, [*bodies[name][:4], DISCLAIMER])
+        )
+        out.append((name, url))
+    return out
+
+
+def _disclaimer_in_prose(store: Store) -> list[bool]:
+    return [
+        DISCLAIMER in row["prose"] for row in store.db.query("SELECT prose FROM bodies ORDER BY id")
+    ]
+
+
+def test_a_line_on_three_pages_of_a_host_is_furniture(site: Site, store: Store) -> None:
+    pages = _host_pages(site, ["pope-tribune", "canon-law", "pope-pilgrim"])
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(f"Story number {n} about {name} and more", url, at(8, n))
+                for n, (name, url) in enumerate(pages)
+            ]
+        ),
+    )
+    server = site.start()
+    run(store, make_config([("o", "a", feed)], server), now=at(12))
+    assert _disclaimer_in_prose(store) == [False, False, False]
+    assert next(store.db.query("SELECT COUNT(*) AS n FROM body_lines"))["n"] > 0
+
+
+def test_two_pages_are_not_enough_and_stored_pages_count(site: Site, store: Store) -> None:
+    pages = _host_pages(site, ["pope-tribune", "canon-law", "pope-pilgrim"])
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec(f"Story number {n} about {name} and more", url, at(8, n))
+                for n, (name, url) in enumerate(pages[:2])
+            ]
+        ),
+    )
+    server = site.start()
+    config = make_config([("o", "a", feed)], server)
+    run(store, config, now=at(12))
+    assert _disclaimer_in_prose(store) == [True, True]
+    site.put(
+        feed,
+        rss(
+            [
+                FeedItemSpec(f"Story number {n} about {name} and more", url, at(8, n))
+                for n, (name, url) in enumerate(pages)
+            ]
+        ),
+    )
+    run(store, config, now=at(13))
+    assert _disclaimer_in_prose(store) == [True, True, False]
