@@ -6,8 +6,9 @@ answers ``http://HOST/PATH`` from ``ROOT/site/HOST/PATH`` (then ``PATH.html``, t
 ``PATH/index.html``), so per-host behaviour (limits, furniture) is real. It also answers
 plain requests for ``/HOST/PATH`` when used without the proxy setting.
 
-``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``status`` with an
-optional ``fail_times`` and ``retry_after``, ``content_type``), and
+``ROOT/routes.toml`` declares special routes (``delay_seconds``, ``drip_seconds`` for a body
+that never finishes, ``status`` with an optional ``fail_times`` and ``retry_after``,
+``content_type``), and
 ``edition`` switches to ``FILE.ed2`` variants to model a feed that changed between runs.
 Responses carry an ETag and honour If-None-Match with 304, like a well-behaved publisher.
 """
@@ -125,6 +126,9 @@ class FixtureServer:
                 with server._lock:
                     server.requests.append(url)
                 route = server.routes.get(url.split("?", 1)[0], {})
+                if route.get("drip_seconds"):
+                    self._drip(float(route["drip_seconds"]))
+                    return
                 if route.get("delay_seconds"):
                     time.sleep(float(route["delay_seconds"]))
                 if route.get("status") and server._should_fail(url, route):
@@ -154,6 +158,21 @@ class FixtureServer:
                     or "application/octet-stream"
                 )
                 self._send(200, body, kind, {"ETag": etag})
+
+            def _drip(self, seconds: float) -> None:
+                """A page that never finishes: headers, then a byte every 50 ms."""
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    ends = time.monotonic() + seconds
+                    while time.monotonic() < ends:
+                        self.wfile.write(b"<")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
 
             def _target_url(self) -> str:
                 if self.path.startswith(("http://", "https://")):

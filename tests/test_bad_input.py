@@ -302,3 +302,66 @@ def test_retry_after_is_honoured(site: Site, store: Store) -> None:
     assert report.kept == 1
     assert server.count(url) == 2
     assert time.monotonic() - started >= 1.0
+
+
+def _page_outcome(
+    site: Site, store: Store, url: str, content: bytes | None, **route: object
+) -> dict[str, object]:
+    if content is not None:
+        site.put(url, content)
+    if route:
+        site.route(url, **route)
+    feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(GOOD_TITLE, url, at(8))]))
+    server = site.start()
+    report = run(
+        store, make_config([("o", "a", feed)], server, fetch_timeout_seconds=1.0), now=at(12)
+    )
+    assert report.status in ("ok", "partial")
+    return next(
+        store.db.query(
+            "SELECT i.decision, i.error, b.no_digest_reason, b.digest FROM items i"
+            " LEFT JOIN bodies b ON b.id = i.body_id"
+        )
+    )
+
+
+def test_empty_page_is_recorded(site: Site, store: Store) -> None:
+    row = _page_outcome(site, store, "http://x.example/empty", b"")
+    assert (row["decision"], row["no_digest_reason"]) == ("kept", "empty page")
+
+
+def test_binary_page_is_recorded(site: Site, store: Store) -> None:
+    import random
+
+    noise = bytes(random.Random(7).randrange(256) for _ in range(50_000))
+    row = _page_outcome(site, store, "http://x.example/binary", noise)
+    assert row["decision"] == "kept" and row["digest"] is None
+    assert row["no_digest_reason"].startswith("prose too short")
+
+
+def test_a_page_that_is_all_script_has_no_prose(site: Site, store: Store) -> None:
+    script = "<script>" + "var x = 'lorem ipsum dolor sit amet consectetur';" * 2000 + "</script>"
+    html = f"<html><head>{script}</head><body>{script}</body></html>".encode()
+    row = _page_outcome(site, store, "http://x.example/script", html)
+    assert row["decision"] == "kept" and row["digest"] is None
+    assert row["no_digest_reason"].startswith("prose too short")
+
+
+def test_misdeclared_encoding_still_gives_a_fingerprint(site: Site, store: Store) -> None:
+    html = article_html(
+        "Café owners protest", [p.replace("officials", "café officials") for p in story("latin")]
+    )
+    row = _page_outcome(
+        site,
+        store,
+        "http://x.example/latin",
+        html.encode("windows-1252"),
+        content_type="text/html; charset=utf-8",
+    )
+    assert row["decision"] == "kept" and row["digest"] is not None
+
+
+def test_a_page_that_never_finishes_times_out(site: Site, store: Store) -> None:
+    row = _page_outcome(site, store, "http://x.example/drip", None, drip_seconds=5)
+    assert row["decision"] == "failed"
+    assert "timed out after 1 s" in str(row["error"])
