@@ -72,8 +72,10 @@ def run(
             snapshot = store.snapshot(entries, settings, now)
             first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
         with timer.step("scrape"):
-            known = store.known_pages(scrape.page_keys(first.survivors), settings)
-            pages = scrape.scrape(first.survivors, known, settings, on_page)
+            keys = scrape.page_keys(first.survivors)
+            known = store.known_pages(keys, settings)
+            elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
+            pages = scrape.scrape(first.survivors, known, settings, on_page, elsewhere)
             pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
         with timer.step("stage2"):
             second = stage2.decide(first.survivors, pages, snapshot, settings, now)

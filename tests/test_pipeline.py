@@ -156,6 +156,10 @@ def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, st
     report = run(store, make_config([("other", "c", other)], server), now=at(14))
     assert report.scraped == 1
     assert server.count("one.example/story") == 2
+    # the other org's request was conditional: a 304 reused the stored copy's Markdown
+    bodies = list(store.db.query("SELECT http_status, markdown, digest FROM bodies ORDER BY id"))
+    assert [b["http_status"] for b in bodies] == [200, 304]
+    assert bodies[0]["markdown"] == bodies[1]["markdown"] and bodies[1]["digest"]
 
 
 def test_report_counts_every_outcome(site: Site, store: Store) -> None:

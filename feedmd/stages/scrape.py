@@ -41,8 +41,12 @@ def scrape(
     known: Mapping[PageKey, Page],
     settings: Settings,
     on_page: Callable[[int, int], None] | None = None,
+    elsewhere: Mapping[str, Page] | None = None,
 ) -> dict[PageKey, Page]:
-    """Return a Page for every survivor's (org, page key): reused when known, else fetched."""
+    """Return a Page for every survivor's (org, page key): reused when known, else fetched.
+
+    ``elsewhere`` maps page keys to copies another org stored: the request then carries
+    their ETag / Last-Modified, and a 304 reuses that copy's Markdown."""
     pages: dict[PageKey, Page] = {}
     to_fetch: dict[PageKey, str] = {}
     for candidate in survivors:
@@ -67,13 +71,16 @@ def scrape(
             )
         else:
             to_fetch[key] = candidate.entry.url
-    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page))
+    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page, elsewhere or {}))
     pages.update(fetched)
     return pages
 
 
 async def _fetch_pages(
-    targets: Mapping[PageKey, str], settings: Settings, on_page: Callable[[int, int], None] | None
+    targets: Mapping[PageKey, str],
+    settings: Settings,
+    on_page: Callable[[int, int], None] | None,
+    elsewhere: Mapping[str, Page],
 ) -> dict[PageKey, Page]:
     done = 0
 
@@ -81,7 +88,7 @@ async def _fetch_pages(
 
         async def one(key: PageKey) -> tuple[PageKey, Page]:
             nonlocal done
-            page = await fetch_page(fetcher, key, targets[key], settings)
+            page = await fetch_page(fetcher, key, targets[key], settings, elsewhere.get(key[1]))
             done += 1
             if on_page is not None:
                 on_page(done, len(targets))
@@ -90,14 +97,27 @@ async def _fetch_pages(
         return dict(await asyncio.gather(*(one(key) for key in targets)))
 
 
-async def fetch_page(fetcher: Fetcher, key: PageKey, url: str, settings: Settings) -> Page:
-    """Fetch one page and reduce it; failures become a failed Page with a reason."""
+async def fetch_page(
+    fetcher: Fetcher, key: PageKey, url: str, settings: Settings, cached: Page | None = None
+) -> Page:
+    """Fetch one page and reduce it; failures become a failed Page with a reason. With a
+    ``cached`` copy the request is conditional, and a 304 reuses the copy's Markdown."""
     org, page_key = key
     base = Page(url_hash=page_key, url=url, org=org, status="failed", extractor=EXTRACTOR)
+    headers = {}
+    if cached is not None and cached.etag:
+        headers["If-None-Match"] = cached.etag
+    if cached is not None and cached.last_modified:
+        headers["If-Modified-Since"] = cached.last_modified
     try:
-        response = await fetcher.get(url)
+        response = await fetcher.get(url, headers)
     except FetchError as exc:
         return replace(base, error=f"scrape failed: {exc}")
+    if response.status == 304 and cached is not None:
+        copy = replace(
+            cached, org=org, url=url, status="ok", body_id=None, stale=False, http_status=304
+        )
+        return fingerprint(copy, settings) if copy.content_type in HTML_TYPES else copy
     base = replace(
         base,
         http_status=response.status,

@@ -33,6 +33,7 @@ from feedmd.models import Decision, Entry, Match, WindowSnapshot
 from feedmd.stages import cjk
 from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
 from feedmd.stages.subject_gate import CasingStats, subject_gate
+from feedmd.stages.title_index import TitleIndex
 from feedmd.stages.urls import normalize_url, url_hash
 
 # Matches blocked by the subject gate kept as evidence on the item that stays.
@@ -126,7 +127,8 @@ class _Memory:
     settings: Settings
     ids: dict[tuple[str, str], Match] = field(default_factory=dict)
     hashes: dict[tuple[str, str], Match] = field(default_factory=dict)
-    headlines: defaultdict[str, list[_Kept]] = field(default_factory=lambda: defaultdict(list))
+    headlines: dict[str, TitleIndex[_Kept]] = field(default_factory=dict)
+    titles: list[str] = field(default_factory=list)
     cjk_buckets: defaultdict[tuple[str, str], list[_Kept]] = field(
         default_factory=lambda: defaultdict(list)
     )
@@ -144,6 +146,7 @@ class _Memory:
             memory.hashes.setdefault(
                 (scope_key(feed, org, settings), hashed), Match(item_id=item_id)
             )
+        window: defaultdict[str, list[tuple[Headline, _Kept]]] = defaultdict(list)
         for stored in sorted(snapshot.headlines, key=lambda h: (h.published, h.item_id)):
             if stored.published < cutoff:
                 continue
@@ -161,15 +164,27 @@ class _Memory:
                     )
                 )
             else:
-                memory.headlines[scope].append(
-                    _Kept(
-                        match=match,
-                        title=stored.title,
-                        headline=Headline(frozenset(stored.tokens), stored.simhash),
-                        tokens=stored.tokens,
+                headline = Headline(frozenset(stored.tokens), stored.simhash)
+                window[scope].append(
+                    (
+                        headline,
+                        _Kept(
+                            match=match, title=stored.title, headline=headline, tokens=stored.tokens
+                        ),
                     )
                 )
+                memory.titles.append(stored.title)
+        # one exact sub-linear index per scope, loaded oldest first: its answers are those
+        # of comparing with every earlier headline in order (title_index.py)
+        for scope, records in window.items():
+            memory.headlines[scope] = TitleIndex.from_records(settings, records)
         return memory
+
+    def index(self, scope: str) -> TitleIndex[_Kept]:
+        """The headline index of a scope (created empty when the window has none)."""
+        if scope not in self.headlines:
+            self.headlines[scope] = TitleIndex(self.settings)
+        return self.headlines[scope]
 
     def remember(self, candidate: Candidate, scope: str) -> None:
         """Make a kept candidate a comparison target for the rest of the run."""
@@ -190,7 +205,7 @@ class _Memory:
         if candidate.is_cjk:
             self.cjk_buckets[(scope, candidate.lead)].append(kept)
         else:
-            self.headlines[scope].append(kept)
+            self.index(scope).add(candidate.headline, kept)
 
 
 def _rank(candidate: Candidate) -> tuple[int, int, float]:
@@ -221,10 +236,7 @@ def decide(
         + [c.grams for c in candidates if c.is_cjk],
         settings.cjk_idf_prior_docs,
     )
-    casing = CasingStats.build(
-        [kept.title for scope in memory.headlines.values() for kept in scope]
-        + [c.entry.title for c in candidates if not c.is_cjk]
-    )
+    casing = CasingStats.build(memory.titles + [c.entry.title for c in candidates if not c.is_cjk])
     result = Stage1Result(candidates=candidates, seen_before=seen_before)
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,
@@ -239,7 +251,7 @@ def decide(
             decision = _cjk_repeat(candidate, scope, memory, stats, common, result, replaced)
         elif decision is None:
             decision, blocked = _headline_repeat(
-                candidate, memory.headlines[scope], settings, casing, common
+                candidate, memory.index(scope), settings, casing, common
             )
         if decision is None:
             evidence = {**common, "headline_tokens": list(candidate.tokens)}
@@ -305,28 +317,32 @@ def gated_match(
 
 def _headline_repeat(
     candidate: Candidate,
-    earlier: list[_Kept],
+    index: TitleIndex[_Kept],
     settings: Settings,
     casing: CasingStats,
     common: dict[str, Any],
 ) -> tuple[Decision | None, list[dict[str, Any]]]:
-    """The first earlier kept headline that matches and that the subject gate lets through;
-    the matches the gate blocked are returned as evidence (at most MAX_BLOCKED_EVIDENCE)."""
+    """The first earlier kept headline (oldest first) that matches and that the subject gate
+    lets through; the matches the gate blocked are returned as evidence (at most
+    MAX_BLOCKED_EVIDENCE). The index yields exactly the headlines that match by seed 003's
+    rules, in the order a scan of every earlier headline would meet them."""
     blocked: list[dict[str, Any]] = []
-    for kept in earlier:
-        found, reason = gated_match(
-            candidate.entry.title,
-            candidate.tokens,
-            candidate.headline,
-            kept.title,
-            kept.tokens,
-            kept.headline,
-            settings,
-            casing,
+    for kept, found in index.matches(candidate.headline):
+        reason = (
+            subject_gate(
+                candidate.entry.title,
+                candidate.tokens,
+                kept.title,
+                kept.tokens,
+                casing,
+                settings.subject_max_tokens,
+            )
+            if settings.subject_gate
+            else None
         )
-        if reason is not None and len(blocked) < MAX_BLOCKED_EVIDENCE:
-            blocked.append({"matched_title": kept.title, "reason": reason})
-        if found is None:
+        if reason is not None:
+            if len(blocked) < MAX_BLOCKED_EVIDENCE:
+                blocked.append({"matched_title": kept.title, "reason": reason})
             continue
         return _duplicate(
             candidate,

@@ -251,6 +251,32 @@ class Store:
             )
         return pages
 
+    def pages_elsewhere(self, keys: Iterable[tuple[str, str]]) -> dict[str, Page]:
+        """For page keys an org has not stored, the newest copy another org stored (with its
+        ETag / Last-Modified), so the request can be conditional."""
+        found: dict[str, Page] = {}
+        for org, page_key in set(keys):
+            row = self.conn.execute(
+                "SELECT b.url, b.content_type, b.markdown, b.etag, b.last_modified, o.name"
+                " FROM bodies b JOIN orgs o ON o.id = b.org_id"
+                " WHERE b.url_hash = ? AND o.name != ?"
+                " AND (b.etag IS NOT NULL OR b.last_modified IS NOT NULL)"
+                " ORDER BY b.fetched_at DESC LIMIT 1",
+                (page_key, org),
+            ).fetchone()
+            if row is not None:
+                found[page_key] = Page(
+                    url_hash=page_key,
+                    url=row[0],
+                    org=row[5],
+                    status="ok",
+                    content_type=row[1],
+                    markdown=row[2],
+                    etag=row[3],
+                    last_modified=row[4],
+                )
+        return found
+
     def stale_bodies(self, settings: Settings, now: datetime) -> list[Page]:
         """Bodies of kept items in the dedup window fingerprinted under other prose
         settings: their digests would not compare with fresh ones."""

@@ -22,14 +22,15 @@ then each is verified, earliest first:
 2. **Simhash: Manku et al. (2007) block tables.** With ``k = simhash_max_bits`` the 64 bits
    are cut into ``k + 1`` blocks; Hamming distance ``<= k`` leaves one block equal.
 3. **Verification.** Candidates are checked with exact integer arithmetic that mirrors
-   ``match_headlines``, then with ``match`` itself, in insertion order; the first accepted
-   one is returned.
+   ``match_headlines``, then with ``match`` itself, in insertion order; ``first_match``
+   returns the first accepted one, ``matches`` yields them all lazily.
 
 Degenerate settings (a zero threshold, which makes every pair of long-enough headlines
 match, or ``simhash_max_bits >= 64``) fall back to a linear scan: still exact.
 
 Records are never removed: stage 1 builds a fresh index per run from the window snapshot.
-Memory is flat arrays of ints (about 300 bytes per headline, see benchmarks/README.md).
+Memory is flat arrays of ints: the 1M-headline benchmark peaks at about 540 MB RSS in all
+(benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ _GOLDEN = 0x9E3779B97F4A7C15
 # Above this many simhash blocks (blocks under 4 bits) the tables hold most records per
 # probe; a straight Hamming scan over the packed simhashes is cheaper.
 _MAX_SIMHASH_BLOCKS = 16
+# Blocks this narrow have few distinct values: a dict of arrays per block stays small.
+_NARROW_BLOCK_BITS = 16
 
 
 def _ceil_times(value: float, count: int) -> int:
@@ -104,6 +107,31 @@ class _ChainTable:
         self._head = head
 
 
+class _PostingTable:
+    """A multimap from small keys (simhash blocks of 16 bits or less, so at most 65,536
+    keys) to record numbers: one ``array('I')`` per key, read in one C-level call. Twice
+    as fast as walking chains, and compact while the keys are few."""
+
+    __slots__ = ("_postings",)
+
+    def __init__(self) -> None:
+        self._postings: dict[int, array[int]] = {}
+
+    def add(self, key: int, value: int) -> None:
+        """File ``value`` under ``key``."""
+        found = self._postings.get(key)
+        if found is None:
+            self._postings[key] = array("I", (value,))
+        else:
+            found.append(value)
+
+    def extend_into(self, key: int, out: set[int]) -> None:
+        """Add every value filed under ``key`` to ``out``."""
+        found = self._postings.get(key)
+        if found is not None:
+            out.update(found)
+
+
 class TitleIndex(Generic[T]):
     """Kept headlines in insertion order, answering "which is the first one this headline
     matches?" exactly as a linear scan would, in a small fraction of its time.
@@ -134,6 +162,8 @@ class TitleIndex(Generic[T]):
         self._simhashes = array("Q")
         self._payloads: list[T] = []
         self._overlaps: dict[int, int] = {}
+        self._rows: dict[int, list[int]] = {}
+        self._longest = 0  # tokens in the longest record
 
         jaccard = as_fraction(settings.jaccard_threshold)
         containment = as_fraction(settings.containment_threshold)
@@ -152,14 +182,15 @@ class TitleIndex(Generic[T]):
         self._group = 2 if smallest >= 2 else 1
         self._tokens_table = _ChainTable()
         self._blocks: list[tuple[int, int]] = []
-        self._block_tables: list[_ChainTable] = []
+        self._block_tables: list[_ChainTable | _PostingTable] = []
         if not self._linear and 0 <= self._max_bits < _MAX_SIMHASH_BLOCKS:
             count = self._max_bits + 1
             shift = 0
             for block in range(count):
                 width = 64 // count + (1 if block < 64 % count else 0)
                 self._blocks.append((shift, (1 << width) - 1))
-                self._block_tables.append(_ChainTable())
+                narrow = width <= _NARROW_BLOCK_BITS
+                self._block_tables.append(_PostingTable() if narrow else _ChainTable())
                 shift += width
 
     @classmethod
@@ -201,6 +232,7 @@ class TitleIndex(Generic[T]):
         self._offsets.append(len(self._flat))
         self._simhashes.append(headline.simhash)
         self._payloads.append(payload)
+        self._longest = max(self._longest, size)
         if self._linear:
             return
         rank = self._rank
@@ -214,11 +246,18 @@ class TitleIndex(Generic[T]):
     def first_match(self, headline: Headline) -> tuple[T, HeadlineMatch] | None:
         """The earliest kept headline that ``match`` accepts against ``headline``, with the
         match: the same answer as comparing with every kept headline in order."""
+        return next(self.matches(headline), None)
+
+    def matches(self, headline: Headline) -> Iterator[tuple[T, HeadlineMatch]]:
+        """Every kept headline that ``match`` accepts against ``headline``, with the match,
+        in insertion order, lazily: for a caller that applies a further gate needing the
+        payload (stage 1's subject gate) and moves on to the next match when it blocks.
+        Do not ``add`` while iterating."""
         size = len(headline.tokens)
         if size < self._min_tokens or not self._payloads:
-            return None
+            return iter(())
         if self._linear:
-            return self._scan(headline)
+            return self._accepted(headline, range(len(self._payloads)), None)
         token_ids = self._token_ids
         known = [token_ids[token] for token in headline.tokens if token in token_ids]
         rank = self._rank
@@ -231,7 +270,7 @@ class TitleIndex(Generic[T]):
         for key in self._keys(ordered, size):
             table.extend_into(key, candidates)
         self._simhash_candidates(headline.simhash, candidates)
-        return self._verify(headline, set(known), sorted(candidates))
+        return self._accepted(headline, sorted(candidates), set(known))
 
     def _keys(self, ordered: list[int], size: int) -> Iterator[int]:
         """The table keys of a headline whose token ids are ``ordered`` rarest first (-1 for
@@ -276,40 +315,46 @@ class TitleIndex(Generic[T]):
             table.extend_into(value >> shift & mask, near)
         out.update(n for n in near if (value ^ simhashes[n]).bit_count() <= limit)
 
-    def _verify(
-        self, headline: Headline, known: set[int], candidates: Iterable[int]
-    ) -> tuple[T, HeadlineMatch] | None:
-        """Check ``candidates`` in order: first exactly as ``match_headlines`` decides, on
-        token ids (cheap), then with ``match`` on the rebuilt headline."""
-        size = len(headline.tokens)
-        value = headline.simhash
-        j_num, j_den = self._jaccard
-        c_num, c_den = self._containment
-        c_min, max_bits = self._containment_min, self._max_bits
+    def _accepted(
+        self, headline: Headline, candidates: Iterable[int], known: set[int] | None
+    ) -> Iterator[tuple[T, HeadlineMatch]]:
+        """The ``candidates`` (in order) that ``match`` accepts. Given the query's known
+        token ids, each is first checked exactly as ``match_headlines`` decides, on token
+        ids (cheap), and only then rebuilt and passed to ``match``; without, all are."""
+        settings, match = self._settings, self._match
+        needed = self._needed(len(headline.tokens)) if known is not None else []
+        value, max_bits = headline.simhash, self._max_bits
         flat, offsets, simhashes = self._flat, self._offsets, self._simhashes
         for number in candidates:
             start, end = offsets[number], offsets[number + 1]
-            inter = len(known.intersection(flat[start:end]))
-            other = end - start
-            smaller = min(size, other)
-            if not (
-                inter * j_den >= j_num * (size + other - inter)
-                or (smaller >= c_min and inter * c_den >= c_num * smaller)
-                or (value ^ simhashes[number]).bit_count() <= max_bits
+            if (
+                known is not None
+                and len(known.intersection(flat[start:end])) < needed[end - start]
+                and (value ^ simhashes[number]).bit_count() > max_bits
             ):
                 continue
-            found = self._match(headline, self._headline(number), self._settings)
-            if found is not None:
-                return self._payloads[number], found
-        return None
-
-    def _scan(self, headline: Headline) -> tuple[T, HeadlineMatch] | None:
-        settings, match = self._settings, self._match
-        for number in range(len(self._payloads)):
             found = match(headline, self._headline(number), settings)
             if found is not None:
-                return self._payloads[number], found
-        return None
+                yield self._payloads[number], found
+
+    def _needed(self, size: int) -> list[int]:
+        """For a query of ``size`` tokens, the shared tokens a record of each size needs to
+        match by Jaccard or containment: ``inter * den >= num * (q + r - inter)`` is
+        ``inter >= num * (q + r) / (num + den)``; containment is ``inter >= c * min(q, r)``
+        once ``min(q, r) >= containment_min_tokens``. Exact integer ceilings."""
+        row = self._rows.get(size)
+        if row is None or len(row) <= self._longest:
+            j_num, j_den = self._jaccard
+            c_num, c_den = self._containment
+            row = []
+            for other in range(self._longest + 1):
+                need = -(-j_num * (size + other) // (j_num + j_den))
+                smaller = min(size, other)
+                if smaller >= self._containment_min:
+                    need = min(need, -(-c_num * smaller // c_den))
+                row.append(need)
+            self._rows[size] = row
+        return row
 
     def _headline(self, number: int) -> Headline:
         strings = self._strings

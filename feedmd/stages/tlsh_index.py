@@ -15,23 +15,28 @@ length code L with its nibbles swapped, byte 2 the Q1 and Q2 ratios (one nibble 
 - Body: per code pair, a difference of 0, 1, 2 or 3 costs 0, 1, 2 or 6.
 
 Every term is non-negative, so any subset of terms is a lower bound, which gives an exact
-candidate filter in two steps:
+candidate filter:
 
-1. **Length buckets.** Records are kept in 256 buckets by length code. A query only visits
-   buckets whose length cost alone is within the threshold: at 40, ``|dL| <= 3``.
-2. **High-bit bound.** A code pair whose high bits differ (one code in {0, 1}, the other in
-   {2, 3}) costs at least 1. So ``length cost + popcount(high bits XOR)`` is a lower bound;
-   each bucket keeps its records' 128 high bits as two uint64 words and a vectorised
-   popcount discards the records whose bound exceeds the threshold (unrelated digests
-   differ in about 64 high bits).
-3. **Exact distance** of the survivors: header terms plus a body lookup table of the cost
-   of every byte pair (four codes), summed. Equal to ``tlsh.diff`` by construction and by
-   test (tests/stages/test_tlsh_index.py).
+1. **Length buckets.** Records are kept in buckets by length code. A query only visits
+   buckets whose length cost alone is within the threshold: at 40, ``|dL| <= 3`` (about
+   23% of a window of 1-20 KB articles).
+2. **Differing-codes bound.** Every code that differs costs at least 1, so ``length cost +
+   number of differing codes`` is a lower bound. Each bucket keeps its bodies as bit planes
+   (the codes' high bits and low bits, four uint64 rows), so the count is two XORs, an OR
+   and a popcount per 64 codes, vectorised. Unrelated English texts differ in 65-95 of the
+   128 codes; at 40 about 2 records in a million survive (benchmarks/stage2.py: median 1.5
+   survivors of 232k visited records per query).
+   (Counting only the high bits, 35-55 for unrelated texts, let 40% through.)
+3. **Exact distance** of the survivors: the header terms plus the body cost from the same
+   planes (``_body_costs``). Equal to ``tlsh.diff`` by construction and by test
+   (tests/stages/test_tlsh_index.py, which also checks ``tlsh_distance``, an independent
+   byte-table implementation).
 
 Within a bucket records are in insertion order, so the first survivor within the threshold
 is the bucket's earliest; ``first_within`` takes the earliest over the buckets and, once it
-has one, only scans the part of the other buckets added before it. Measured figures are in
-benchmarks/stage2.py's docstring.
+has one, only scans the part of the other buckets added before it. Measured at 1M digests
+(2 cores): ~0.5 ms per query against ~240 ms for the ``tlsh.diff`` loop (benchmarks/stage2.py).
+Memory: 42 bytes of arrays per digest, plus the payloads; digests are not kept as strings.
 
 Needs numpy >= 2.0 (``np.bitwise_count``). Records are never removed: stage 2 builds a fresh
 index per run from the window snapshot.
@@ -54,7 +59,7 @@ _BODY_BYTES = 32
 _LENGTH_MULT = 12  # TLSH's LENGTH_MULT
 _QRATIO_MULT = 12  # TLSH's QRATIO_MULT
 _CODE_COST = (0, 1, 2, 6)  # by difference of two 2-bit codes
-# Above this many records a bucket is scored in chunks, so temporaries stay small.
+# Records decoded, or scored within a bucket, per numpy pass: bounds the temporaries.
 _CHUNK = 1 << 16
 
 U8 = npt.NDArray[np.uint8]
@@ -137,8 +142,9 @@ def decode_digest(digest: str) -> bytes:
 def tlsh_distance(a: str, b: str) -> int:
     """``tlsh.diff(a, b)`` (length included) computed in Python from the digest fields.
 
-    Exists so the index's arithmetic has a readable reference and a test against py-tlsh;
-    it is about as fast as ``tlsh.diff`` for one pair, so callers should keep using that.
+    Exists as a readable reference of the arithmetic the index relies on, tested against
+    py-tlsh; it is about 12x slower than ``tlsh.diff`` (13 us a pair), so callers comparing
+    one pair should keep using that.
     """
     x, y = decode_digest(a), decode_digest(b)
     distance = _length_cost(_ring(_swap(x[1]), _swap(y[1]), 256))
@@ -149,67 +155,89 @@ def tlsh_distance(a: str, b: str) -> int:
     return distance
 
 
-def _high_bits(bodies: U8) -> U64:
-    """For ``(n, 32)`` body bytes, the high bit of each of the 128 codes packed in two
-    uint64 words per row ``(n, 2)``: the words the high-bit bound is counted on."""
-    bits = np.unpackbits(bodies, axis=1)[:, 0::2]  # MSB first: each code's high bit
-    return np.ascontiguousarray(np.packbits(bits, axis=1)).view(np.uint64)
+def _planes(bodies: U8) -> U64:
+    """For ``(n, 32)`` body bytes, the 128 codes as bit planes, ``(4, n)`` uint64: rows hold
+    the high bits of codes 0-63, their low bits, the high bits of codes 64-127, their low
+    bits. Row-major planes keep every vectorised pass contiguous (a ``(n, 4)`` layout
+    measured 20x slower for the bound at 230k records)."""
+    bits = np.unpackbits(bodies, axis=1)  # MSB first: high, low, high, low, ...
+    high, low = bits[:, 0::2], bits[:, 1::2]
+    planes = np.concatenate([high[:, :64], low[:, :64], high[:, 64:], low[:, 64:]], axis=1)
+    return np.ascontiguousarray(np.packbits(planes, axis=1)).view(np.uint64).T
+
+
+def _differing_codes(planes: U64, query: U64) -> npt.NDArray[np.uint8]:
+    """How many of the 128 codes differ between each column of ``planes`` and ``query``:
+    a lower bound of the body cost (every differing code costs at least 1)."""
+    count: npt.NDArray[np.uint8] = np.bitwise_count((planes[0] ^ query[0]) | (planes[1] ^ query[1]))
+    count += np.bitwise_count((planes[2] ^ query[2]) | (planes[3] ^ query[3]))
+    return count
+
+
+def _body_costs(planes: U64, query: U64) -> npt.NDArray[np.int64]:
+    """The exact body cost of each column of ``planes`` (``(4, k)``) against ``query``.
+
+    With ``h``/``l`` the XOR of the high/low planes, a code pair costs: 1 when the codes
+    differ at all (``h | l``); 1 more when only the high bits differ (differences of 2);
+    5 more when both differ and one code is 3 (a difference of 3: codes 0 and 3).
+    """
+    costs = np.zeros(planes.shape[1], dtype=np.int64)
+    for row in (0, 2):
+        high = planes[row] ^ query[row]
+        low = planes[row + 1] ^ query[row + 1]
+        threes = (planes[row] & planes[row + 1]) | (query[row] & query[row + 1])
+        costs += np.bitwise_count(high | low)
+        costs += np.bitwise_count(high & ~low)
+        costs += 5 * np.bitwise_count(high & low & threes).astype(np.int64)
+    return costs
 
 
 class _Bucket:
     """The records of one length code, in insertion order, in growable numpy arrays."""
 
-    __slots__ = ("body", "checksum", "high0", "high1", "ids", "qbyte", "size")
+    __slots__ = ("checksum", "ids", "planes", "qbyte", "size")
 
     def __init__(self, capacity: int = 16) -> None:
         self.size = 0
         self.ids: I64 = np.empty(capacity, dtype=np.int64)
-        self.high0: U64 = np.empty(capacity, dtype=np.uint64)
-        self.high1: U64 = np.empty(capacity, dtype=np.uint64)
+        self.planes: U64 = np.empty((4, capacity), dtype=np.uint64)
         self.checksum: U8 = np.empty(capacity, dtype=np.uint8)
         self.qbyte: U8 = np.empty(capacity, dtype=np.uint8)
-        self.body: U8 = np.empty((capacity, _BODY_BYTES), dtype=np.uint8)
 
-    def append(self, ids: I64, raw: U8, high: U64) -> None:
-        """Append records: ``raw`` their ``(n, 35)`` decoded bytes, ``high`` their words."""
-        count = len(ids)
-        end = self.size + count
+    def append(self, ids: I64, raw: U8, planes: U64) -> None:
+        """Append records: ``raw`` their ``(n, 35)`` decoded bytes, ``planes`` their bodies
+        (``(4, n)``, see ``_planes``)."""
+        end = self.size + len(ids)
         if end > len(self.ids):
             self._grow(max(end, 2 * len(self.ids)))
         start, self.size = self.size, end
         self.ids[start:end] = ids
-        self.high0[start:end] = high[:, 0]
-        self.high1[start:end] = high[:, 1]
+        self.planes[:, start:end] = planes
         self.checksum[start:end] = raw[:, 0]
         self.qbyte[start:end] = raw[:, 2]
-        self.body[start:end] = raw[:, 3:]
 
     def _grow(self, capacity: int) -> None:
-        for name in ("ids", "high0", "high1", "checksum", "qbyte", "body"):
+        for name in ("ids", "checksum", "qbyte"):
             old = getattr(self, name)
-            new = np.empty((capacity, *old.shape[1:]), dtype=old.dtype)
+            new = np.empty(capacity, dtype=old.dtype)
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
+        planes = np.empty((4, capacity), dtype=np.uint64)
+        planes[:, : self.size] = self.planes[:, : self.size]
+        self.planes = planes
 
 
 class _Query:
     """A decoded query digest and its lookup rows, computed once per query."""
 
-    __slots__ = ("body_costs", "checksum", "high0", "high1", "length", "q_costs")
+    __slots__ = ("checksum", "length", "planes", "q_costs")
 
     def __init__(self, digest: str) -> None:
         raw = np.frombuffer(decode_digest(digest), dtype=np.uint8)
         self.checksum = raw[0]
         self.length = int(_SWAP[raw[1]])
         self.q_costs: U8 = _Q_COST[raw[2]]  # cost against every possible Q byte
-        # Row j: the cost of body byte j against each of the 256 values, flattened.
-        self.body_costs: U8 = _BODY_COST[raw[3:]].ravel()
-        high = _high_bits(raw[3:].reshape(1, _BODY_BYTES))
-        self.high0 = high[0, 0]
-        self.high1 = high[0, 1]
-
-
-_COLUMN_OFFSETS = (np.arange(_BODY_BYTES, dtype=np.intp) * 256).reshape(1, _BODY_BYTES)
+        self.planes: U64 = _planes(raw[3:].reshape(1, _BODY_BYTES))[:, 0].copy()
 
 
 def _bucket_matches(
@@ -222,16 +250,14 @@ def _bucket_matches(
     found_distances: list[I64] = []
     for start in range(0, end, _CHUNK):
         stop = min(start + _CHUNK, end)
-        if budget < 128:  # the high-bit bound can discard something
-            bound = np.bitwise_count(bucket.high0[start:stop] ^ query.high0)
-            bound += np.bitwise_count(bucket.high1[start:stop] ^ query.high1)
+        if budget < 128:  # some records differ in more codes than the budget
+            bound = _differing_codes(bucket.planes[:, start:stop], query.planes)
             positions = np.flatnonzero(bound <= budget) + start
         else:
             positions = np.arange(start, stop)
         if not len(positions):
             continue
-        body = bucket.body[positions].astype(np.intp) + _COLUMN_OFFSETS
-        distances = query.body_costs[body].sum(axis=1, dtype=np.int64)
+        distances = _body_costs(bucket.planes[:, positions], query.planes)
         distances += query.q_costs[bucket.qbyte[positions]]
         distances += bucket.checksum[positions] != query.checksum
         distances += length_cost
@@ -252,8 +278,8 @@ class TlshIndex(Generic[T]):
     """TLSH digests in insertion order, each with a payload, answering "which is the first
     one within this distance?" exactly as a linear scan over ``tlsh.diff`` would.
 
-    About 70 bytes of arrays per digest plus the payload objects; digests are not kept as
-    strings.
+    ``max_distance`` must be an int (``Settings.tlsh_max_distance``); a negative one matches
+    nothing, as in the loop. Digests must be ``T1`` digests (``decode_digest``).
     """
 
     def __init__(self) -> None:
@@ -270,20 +296,23 @@ class TlshIndex(Generic[T]):
         self.extend([(digest, payload)])
 
     def extend(self, records: Iterable[tuple[str, T]]) -> None:
-        """``add`` every ``(digest, payload)`` in order, decoding them in one numpy pass
-        (loading a window of 1M digests this way takes seconds, not minutes). Every digest
-        is checked before any is added."""
+        """``add`` every ``(digest, payload)`` in order, decoded by numpy in chunks (loading
+        1M digests takes ~1.5 s this way, against ~16 s one ``add`` at a time). Every digest is
+        checked before any is added."""
         digests: list[str] = []
         payloads: list[T] = []
         for digest, payload in records:
             decode_digest(digest)
             digests.append(digest)
             payloads.append(payload)
-        if not digests:
-            return
+        for start in range(0, len(digests), _CHUNK):
+            self._append(digests[start : start + _CHUNK], payloads[start : start + _CHUNK])
+
+    def _append(self, digests: list[str], payloads: list[T]) -> None:
+        """Decode checked digests in one numpy pass and file them in their buckets."""
         joined = bytes.fromhex("".join(digest[2:] for digest in digests))
         raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(digests), 35)
-        high = _high_bits(raw[:, 3:])
+        planes = _planes(raw[:, 3:])
         ids = np.arange(len(self._payloads), len(self._payloads) + len(digests), dtype=np.int64)
         lengths = _SWAP[raw[:, 1]]
         order = np.argsort(lengths, kind="stable")  # stable: insertion order within a code
@@ -295,7 +324,7 @@ class TlshIndex(Generic[T]):
             bucket = self._buckets.get(code)
             if bucket is None:
                 bucket = self._buckets[code] = _Bucket()
-            bucket.append(ids[rows], raw[rows], high[rows])
+            bucket.append(ids[rows], raw[rows], planes[:, rows])
         self._payloads.extend(payloads)
 
     def first_within(self, digest: str, max_distance: int) -> tuple[T, int] | None:
@@ -339,9 +368,7 @@ class TlshIndex(Generic[T]):
             )
         ]
 
-    def _candidates(
-        self, digest: str, max_distance: int
-    ) -> list[tuple[_Bucket, _Query, int]]:
+    def _candidates(self, digest: str, max_distance: int) -> list[tuple[_Bucket, _Query, int]]:
         """The buckets whose length cost alone is within ``max_distance``, nearest length
         first (where a match is likeliest, so ``first_within`` can cut the rest short)."""
         query = _Query(digest)

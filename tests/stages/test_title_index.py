@@ -32,6 +32,14 @@ def brute_force(
     return None
 
 
+def all_matches(
+    query: Headline, kept: list[tuple[Headline, int]], config: Settings, match: Matcher
+) -> list[tuple[int, HeadlineMatch]]:
+    """Every kept headline that matches, in order (what stage 1 walks past its gate)."""
+    found = ((payload, match(query, headline, config)) for headline, payload in kept)
+    return [(payload, matched) for payload, matched in found if matched is not None]
+
+
 def no_jaccard(first: Headline, second: Headline, config: Settings) -> HeadlineMatch | None:
     """A stricter matcher: the index must keep looking past candidates it rejects."""
     found = match_headlines(first, second, config)
@@ -89,6 +97,7 @@ def test_first_match_is_the_brute_force_answer(
     for number, headline in enumerate(build_batch(specs)):
         expected = brute_force(headline, kept, config, match)
         assert index.first_match(headline) == expected
+        assert list(index.matches(headline)) == all_matches(headline, kept, config, match)
         if expected is None:
             index.add(headline, number)
             kept.append((headline, number))
@@ -102,16 +111,21 @@ def test_first_match_is_the_brute_force_answer(
     specs=st.lists(headline_specs, min_size=1, max_size=25),
     config=settings_strategy,
     bits=st.sampled_from((16, 40, 63, 64, -1)),
+    jaccard=st.sampled_from((*THRESHOLDS, -1.0)),
 )
 def test_wide_or_negative_simhash_limits_stay_exact(
-    specs: list[tuple[frozenset[str], str, int, list[int], int]], config: Settings, bits: int
+    specs: list[tuple[frozenset[str], str, int, list[int], int]],
+    config: Settings,
+    bits: int,
+    jaccard: float,
 ) -> None:
-    config = dataclasses.replace(config, simhash_max_bits=bits)
+    config = dataclasses.replace(config, simhash_max_bits=bits, jaccard_threshold=jaccard)
     index: TitleIndex[int] = TitleIndex(config)
     kept: list[tuple[Headline, int]] = []
     for number, headline in enumerate(build_batch(specs)):
         expected = brute_force(headline, kept, config, match_headlines)
         assert index.first_match(headline) == expected
+        assert list(index.matches(headline)) == all_matches(headline, kept, config, match_headlines)
         index.add(headline, number)
         kept.append((headline, number))
 
