@@ -11,6 +11,7 @@ that never finishes, ``status`` with an optional ``fail_times`` and ``retry_afte
 ``content_type``), and
 ``edition`` switches to ``FILE.ed2`` variants to model a feed that changed between runs.
 Responses carry an ETag and honour If-None-Match with 304, like a well-behaved publisher.
+``latency_seconds`` delays every answer, to measure concurrency (benchmarks/scrape.py).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ CONTENT_TYPES = {
 class FixtureServer:
     """Serve ``root`` on 127.0.0.1 in a background thread (use as a context manager)."""
 
-    def __init__(self, root: str | Path, port: int = 0) -> None:
+    def __init__(self, root: str | Path, port: int = 0, latency_seconds: float = 0.0) -> None:
         self.root = Path(root)
+        self.latency_seconds = latency_seconds
         self.site = self.root / "site"
         self.edition = 1
         self.requests: list[str] = []
@@ -126,6 +128,8 @@ class FixtureServer:
                 with server._lock:
                     server.requests.append(url)
                 route = server.routes.get(url.split("?", 1)[0], {})
+                if server.latency_seconds:
+                    time.sleep(server.latency_seconds)
                 if route.get("drip_seconds"):
                     self._drip(float(route["drip_seconds"]))
                     return
