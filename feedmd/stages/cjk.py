@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from urllib.parse import urlsplit
 
 from feedmd.stages.headlines import as_fraction, strip_publisher_suffix
+from feedmd.stages.urls import host_of
 
 # A headline is "CJK" when at least this share of its letters are Hangul, Han, Kana.
 CJK_LETTER_SHARE = Fraction(1, 2)
@@ -174,8 +174,7 @@ def match_cjk(
 def representative_rank(url: str, link: str, published_key: float) -> tuple[int, int, float]:
     """Lower is a better representative: an original outlet before a syndicating portal,
     a direct link before an opaque redirect, then the earlier item (seed 000)."""
-    host = (urlsplit(url).hostname or "").lower()
-    link_host = (urlsplit(link).hostname or "").lower()
+    host, link_host = host_of(url), host_of(link)
     return (
         1 if host in SYNDICATOR_HOSTS else 0,
         1 if host in _OPAQUE_HOSTS or (link_host in _OPAQUE_HOSTS and host == link_host) else 0,

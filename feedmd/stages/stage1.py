@@ -255,6 +255,13 @@ def decide(
             )
         if decision is None:
             evidence = {**common, "headline_tokens": list(candidate.tokens)}
+            if not candidate.url_hash:
+                # matched by headline only: say why the URL could not take part
+                evidence["url_not_compared"] = (
+                    "link not resolved to a publisher URL"
+                    if candidate.entry.link_resolution == "unresolved"
+                    else "URL could not be normalised"
+                )
             if blocked:
                 evidence["subject_gate_blocked"] = blocked
             decision = Decision(

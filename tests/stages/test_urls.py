@@ -84,3 +84,31 @@ def test_article_ids_in_the_query_are_kept(param: str) -> None:
 def test_unusable_input_normalises_to_empty_and_never_raises(raw: str) -> None:
     assert normalize_url(raw) == ""
     assert url_hash(raw) == ""
+
+
+def test_an_item_whose_url_cannot_be_normalised_is_kept_and_says_why() -> None:
+    from datetime import UTC, datetime
+
+    from feedmd.config import Settings
+    from feedmd.models import Entry, WindowSnapshot
+    from feedmd.stages.stage1 import decide
+
+    when = datetime(2026, 10, 12, 8, tzinfo=UTC)
+    entries = [
+        Entry(
+            feed="f",
+            org="o",
+            entry_id=str(n),
+            link="http://[broken",
+            url="http://[broken",
+            title=["Harbour council approves ferry budget", "Storm cuts power to homes"][n],
+            publisher="p",
+            published=when,
+            fetched=when,
+        )
+        for n in range(2)
+    ]
+    result = decide(entries, WindowSnapshot(), [], Settings(), when)
+    decisions = [result.decisions[c.key] for c in result.candidates]
+    assert [d.decision for d in decisions] == ["kept", "kept"]
+    assert decisions[0].evidence["url_not_compared"] == "URL could not be normalised"
