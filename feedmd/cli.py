@@ -244,6 +244,41 @@ def settings_command(config_path: str | None, as_json: bool, markdown: bool, **k
         click.echo(f"{name} = {value!r}")
 
 
+@main.command("explain")
+@click.argument("item")
+@click.option("--db", default=None, help="SQLite file (default: from the config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the whole trail as JSON, evidence complete."
+)
+def explain_command(item: str, db: str | None, config_path: str | None, as_json: bool) -> None:
+    """Show why an item was kept or dropped: each stage it passed, the rule that decided,
+    the score against its threshold, the item it matched, the evidence, window and scope.
+
+    ITEM is an item id, a URL, or a search string (titles and publishers)."""
+    from feedmd.explain import explain, find_items, render
+
+    config = _load(config_path, {}, db)
+    if not Path(config.database).exists():
+        raise click.ClickException(f"{config.database}: no such database")
+    database = connect(config.database)
+    try:
+        ids = find_items(database, item)
+        if not ids:
+            raise click.ClickException(f"no item matches {item!r}")
+        trails = [t for t in (explain(database, i) for i in ids) if t is not None]
+    finally:
+        database.close()
+    if as_json:
+        click.echo(
+            json.dumps([t.as_dict() for t in trails], indent=2, ensure_ascii=False, default=str)
+        )
+        return
+    if len(trails) > 1:
+        click.echo(f"{len(trails)} items match {item!r} (newest first):\n")
+    click.echo("\n\n".join(render(t) for t in trails))
+
+
 @main.group("eval")
 def eval_group() -> None:
     """Measure feedmd on labelled data (formats in shared/eval/README.md)."""

@@ -437,7 +437,11 @@ class Store:
                         decision.score,
                         decision.threshold,
                         matched_id,
-                        json.dumps(decision.evidence, ensure_ascii=False, sort_keys=True),
+                        json.dumps(
+                            {**stage1.decisions[candidate.key].evidence, **decision.evidence},
+                            ensure_ascii=False,
+                            sort_keys=True,
+                        ),
                         decision.error,
                         settings.dedup_window_hours,
                         settings.dedup_scope,
@@ -455,6 +459,17 @@ class Store:
                     conn.execute(
                         "UPDATE items SET matched_item_id = ? WHERE id = ?",
                         (ids[decision.matched.batch_key], ids[candidate.key]),
+                    )
+                if _has_run_refs(decision.evidence):
+                    evidence = {**stage1.decisions[candidate.key].evidence, **decision.evidence}
+                    conn.execute(
+                        "UPDATE items SET evidence_json = ? WHERE id = ?",
+                        (
+                            json.dumps(
+                                _item_refs(evidence, ids), ensure_ascii=False, sort_keys=True
+                            ),
+                            ids[candidate.key],
+                        ),
                     )
         return StoredItems(ids=ids, kept=kept)
 
@@ -567,6 +582,21 @@ class Store:
                 "UPDATE runs SET status = ?, finished_at = ?, report_json = ? WHERE id = ?",
                 (status, iso(finished), json.dumps(report, sort_keys=True), run_id),
             )
+
+
+def _has_run_refs(evidence: Mapping[str, Any]) -> bool:
+    return any(isinstance(v, dict) and "run_key" in v for v in evidence.values())
+
+
+def _item_refs(evidence: Mapping[str, Any], ids: Mapping[str, int]) -> dict[str, Any]:
+    """Evidence with references to entries of this run ({"run_key": k}) turned into the
+    stored item ids ({"item_id": n}), now that the items have ids."""
+    return {
+        key: {"item_id": ids[value["run_key"]]}
+        if isinstance(value, dict) and "run_key" in value and value["run_key"] in ids
+        else value
+        for key, value in evidence.items()
+    }
 
 
 def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:

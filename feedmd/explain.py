@@ -1,0 +1,243 @@
+"""`feedmd explain ITEM`: the whole decision trail of one item, from the store.
+
+Users of every feed reader ask why an item was dropped. The store keeps, for every entry
+ever seen, the stage that decided, the rule, the score against its threshold, the item it
+matched and the complete evidence (``items.evidence_json``). This module finds items (by
+id, URL or a search string) and turns that record into a trail: each stage passed, the
+deciding rule, both items side by side, the evidence rendered as bounded excerpts (seed
+004: the complete evidence stays in the store; ``--json`` gives all of it), the window and
+the scope.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from feedmd.stages.urls import url_hash
+
+# How much of a list of evidence (shared tokens, blocked matches) the text shows.
+EXCERPT_ITEMS = 8
+EXCERPT_CHARS = 160
+
+_ITEM_SQL = (
+    "SELECT i.*, f.name AS feed, o.name AS org, b.digest AS digest, b.prose_chars AS"
+    " prose_chars, b.no_digest_reason AS no_digest_reason, r.as_of AS run_as_of"
+    " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
+    " LEFT JOIN bodies b ON b.id = i.body_id LEFT JOIN runs r ON r.id = i.run_id"
+)
+
+
+@dataclass(frozen=True)
+class Trail:
+    """An item's decision trail, ready to print or to dump as JSON."""
+
+    item: dict[str, Any]
+    matched: dict[str, Any] | None
+    duplicates: list[dict[str, Any]]
+    stages: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything, evidence complete."""
+        return {
+            "item": self.item,
+            "matched": self.matched,
+            "duplicates": self.duplicates,
+            "stages": self.stages,
+        }
+
+
+def find_items(db: sqlite_utils.Database, query: str, limit: int = 20) -> list[int]:
+    """Item ids for an item id, a URL (raw or any form that normalises alike), or a search
+    string in titles and publishers, newest first."""
+    text = query.strip()
+    if text.isdigit():
+        row = db.conn.execute("SELECT id FROM items WHERE id = ?", (int(text),)).fetchone()
+        if row:
+            return [int(row[0])]
+    if text.startswith(("http://", "https://")):
+        hashed = url_hash(text)
+        rows = db.conn.execute(
+            "SELECT id FROM items WHERE url_raw = ? OR link = ? OR (url_hash = ? AND ? != '')"
+            " ORDER BY published_at DESC, id DESC LIMIT ?",
+            (text, text, hashed, hashed, limit),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+    pattern = f"%{text}%"
+    rows = db.conn.execute(
+        "SELECT id FROM items WHERE title_raw LIKE ? OR publisher LIKE ?"
+        " ORDER BY published_at DESC, id DESC LIMIT ?",
+        (pattern, pattern, limit),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def _row(db: sqlite_utils.Database, item_id: int) -> dict[str, Any] | None:
+    cursor = db.conn.execute(_ITEM_SQL + " WHERE i.id = ?", (item_id,))
+    names = [d[0] for d in cursor.description]
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    record = dict(zip(names, row, strict=True))
+    record["evidence"] = json.loads(record.pop("evidence_json") or "{}")
+    return record
+
+
+def _brief(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: record.get(key)
+        for key in (
+            "id",
+            "feed",
+            "org",
+            "title_raw",
+            "publisher",
+            "url_raw",
+            "published_at",
+            "decision",
+            "stage",
+            "rule",
+            "score",
+            "threshold",
+        )
+    }
+
+
+def explain(db: sqlite_utils.Database, item_id: int) -> Trail | None:
+    """The trail of one item, or None when no such item exists."""
+    record = _row(db, item_id)
+    if record is None:
+        return None
+    matched_id = record.get("matched_item_id")
+    matched = _row(db, int(matched_id)) if matched_id else None
+    duplicates = [
+        _brief(dup)
+        for (dup_id,) in db.conn.execute(
+            "SELECT id FROM items WHERE matched_item_id = ? AND id != ? ORDER BY published_at, id",
+            (item_id, item_id),
+        ).fetchall()
+        if (dup := _row(db, int(dup_id)))
+    ]
+    return Trail(
+        item=record,
+        matched=_brief(matched) if matched else None,
+        duplicates=duplicates,
+        stages=_stages(record),
+    )
+
+
+def _stages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages the item went through, each with its outcome."""
+    evidence = record["evidence"]
+    stage, decision = record["stage"], record["decision"]
+    stages = [
+        {
+            "stage": "fetch",
+            "outcome": f"found in feed {record['feed']}",
+            "link_resolution": record["link_resolution"],
+        }
+    ]
+    if stage == "stage1":
+        stages.append(
+            {
+                "stage": "stage1",
+                "outcome": decision,
+                "rule": record["rule"],
+                "score": record["score"],
+                "threshold": record["threshold"],
+            }
+        )
+        return stages
+    stages.append(
+        {
+            "stage": "stage1",
+            "outcome": "kept",
+            "subject_gate_blocked": evidence.get("subject_gate_blocked", []),
+        }
+    )
+    if stage == "scrape":
+        stages.append({"stage": "scrape", "outcome": "failed", "error": record["error"]})
+        return stages
+    stages.append(
+        {
+            "stage": "scrape",
+            "outcome": "page read",
+            "prose_chars": record.get("prose_chars"),
+            "no_digest_reason": record.get("no_digest_reason"),
+        }
+    )
+    stages.append(
+        {
+            "stage": "stage2",
+            "outcome": decision,
+            "verdict": evidence.get("verdict"),
+            "rule": record["rule"],
+            "score": record["score"],
+            "threshold": record["threshold"],
+        }
+    )
+    return stages
+
+
+def _excerpt(value: Any) -> str:
+    if isinstance(value, list):
+        shown = ", ".join(_excerpt(v) for v in value[:EXCERPT_ITEMS])
+        more = len(value) - EXCERPT_ITEMS
+        return f"[{shown}{f', ... {more} more' if more > 0 else ''}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_excerpt(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+
+
+def render(trail: Trail) -> str:
+    """The trail as text, evidence shown as bounded excerpts."""
+    item = trail.item
+    lines = [
+        f"item {item['id']}: {item['title_raw']!r}",
+        f"  {item['publisher'] or '?'} | {item['url_raw']} | published {item['published_at']}",
+        f"  feed {item['feed']} (org {item['org']}), run {item['run_id']} as of "
+        f"{item['run_as_of']}",
+        f"  decision: {item['decision']} at {item['stage']}"
+        + (f" by rule {item['rule']}" if item["rule"] else "")
+        + (
+            f", score {item['score']:g} against threshold {item['threshold']:g}"
+            if item["score"] is not None and item["threshold"] is not None
+            else ""
+        ),
+        f"  window {item['window_hours']:g} h, scope {item['scope']}",
+    ]
+    if item["error"]:
+        lines.append(f"  error: {item['error']}")
+    for stage in trail.stages:
+        details = ", ".join(
+            f"{k} {_excerpt(v)}"
+            for k, v in stage.items()
+            if k not in ("stage", "outcome") and v not in (None, [], "")
+        )
+        lines.append(
+            f"  - {stage['stage']}: {stage['outcome']}" + (f" ({details})" if details else "")
+        )
+    if trail.matched:
+        other = trail.matched
+        label = "possible duplicate of" if item["decision"] == "kept" else "matched"
+        lines.append(f"  {label} item {other['id']}: {other['title_raw']!r}")
+        lines.append(
+            f"    {other['publisher'] or '?'} | {other['url_raw']} | published "
+            f"{other['published_at']} | {other['decision']}"
+        )
+    evidence = {k: v for k, v in item["evidence"].items() if k not in ("window_hours", "scope")}
+    if evidence:
+        lines.append("  evidence:")
+        lines += [f"    {key}: {_excerpt(value)}" for key, value in evidence.items()]
+    if trail.duplicates:
+        lines.append(f"  also published by ({len(trail.duplicates)}):")
+        lines += [
+            f"    item {d['id']}: {d['publisher'] or '?'}, {d['title_raw']!r} "
+            f"({d['stage']} {d['rule']} {d['score']})"
+            for d in trail.duplicates
+        ]
+    return "\n".join(lines)
