@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from feedmd.config import SETTING_FIELDS, Config, load_config
+from feedmd.config import SETTING_FIELDS, Config, load_config, settings_layer
 from feedmd.db import applied_migrations, apply_migrations, available_migrations, connect
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
@@ -277,6 +277,54 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
     if len(trails) > 1:
         click.echo(f"{len(trails)} items match {item!r} (newest first):\n")
     click.echo("\n\n".join(render(t) for t in trails))
+
+
+@main.command("replay")
+@click.option("--db", default=None, help="SQLite file (default: from the config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--since", help="Replay the runs from this ISO 8601 time on (default: all).")
+@click.option(
+    "--settings",
+    "settings_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A TOML file of settings to replay under (feedmd.toml keys).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
+@setting_options
+def replay_command(
+    db: str | None,
+    config_path: str | None,
+    since: str | None,
+    settings_path: str | None,
+    as_json: bool,
+    **kwargs: Any,
+) -> None:
+    """Re-decide stored items under other settings, from the stored metadata and Markdown,
+    without fetching anything, and print the items whose decision changed. The store is
+    only read. The settings of the newest stored run are the base; --settings and the
+    setting flags change them."""
+    from feedmd.replay import recorded_settings, replay, summarize
+
+    config = _load(config_path, {}, db)
+    if not Path(config.database).exists():
+        raise click.ClickException(f"{config.database}: no such database")
+    changes = settings_layer(settings_path, _settings_from(kwargs))
+    settings = dataclasses.replace(recorded_settings(config.database), **changes)
+    result = replay(config.database, settings, _parse_now(since))
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(
+        f"replayed {result.items} items of {result.runs} runs: {len(result.changes)} "
+        f"decided differently {summarize(result.changes) or ''}"
+    )
+    for change in result.changes:
+        before, after = change.before, change.after
+        click.echo(
+            f"  {change.feed}/{change.entry_id} {change.title[:70]!r}: "
+            f"{before['decision']} ({before['rule']}) -> {after['decision']} "
+            f"({after['rule']}{', of ' + after['matched'] if after['matched'] else ''})"
+        )
 
 
 @main.group("eval")

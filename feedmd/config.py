@@ -417,6 +417,32 @@ def load_config(
     return Config(settings=settings, feeds=feeds, output=output, database=database, source=source)
 
 
+def settings_layer(
+    path: str | os.PathLike[str] | None, overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Only the settings a TOML file and flags set (checked), to lay over another base
+    (``feedmd replay`` lays them over the settings the stored runs used)."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        document = _read_toml(Path(path))
+        values = {
+            key: coerce_setting(key, raw, str(path))
+            for key, raw in document.items()
+            if key not in _TOP_LEVEL_KEYS
+        }
+    for name, raw in (overrides or {}).items():
+        if raw is not None:
+            values[name] = coerce_setting(name, raw, "flag --" + name.replace("_", "-"))
+    return values
+
+
+def settings_from_record(record: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """Settings recorded with a run (``runs.settings_json``); keys this version does not
+    know are ignored and missing ones take their defaults."""
+    known = {k: v for k, v in record.items() if k in SETTING_FIELDS}
+    return dataclasses.replace(base or Settings(), **known)
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:

@@ -1,0 +1,74 @@
+"""`feedmd replay`: stored items re-decided under other settings without fetching; the
+same settings reproduce the stored decisions, and two replays agree."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from feedmd.cli import main
+from feedmd.demo import run_demo
+from feedmd.replay import recorded_settings, replay
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    out = tmp_path_factory.mktemp("replay")
+    yield run_demo(out, echo=lambda _: None).database
+
+
+def test_the_recorded_settings_reproduce_every_stored_decision(demo_db: Path) -> None:
+    settings = recorded_settings(demo_db)
+    assert settings.dedup_scope == "org"  # the demo's own setting, read from the run
+    result = replay(demo_db, settings)
+    assert result.items == 48 and result.runs == 2
+    assert result.changes == []
+
+
+def test_two_replays_with_the_same_settings_decide_identically(demo_db: Path) -> None:
+    settings = dataclasses.replace(
+        recorded_settings(demo_db), jaccard_threshold=0.4, tlsh_max_distance=80
+    )
+    first, second = replay(demo_db, settings), replay(demo_db, settings)
+    assert first.decisions == second.decisions
+    assert first.changes == second.changes
+
+
+def test_turning_the_subject_gate_off_merges_the_templated_pairs(demo_db: Path) -> None:
+    result = replay(demo_db, dataclasses.replace(recorded_settings(demo_db), subject_gate=False))
+    assert sorted(c.title for c in result.changes) == [
+        "B2Gold Q3 2026 Earnings Date and Estimates",
+        "UK stocks-factors to watch on October 12",
+    ]
+    assert {c.after["rule"] for c in result.changes} == {"jaccard"}
+
+
+def test_cli_reads_a_settings_file_and_leaves_the_store_alone(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    before = demo_db.stat().st_size, _items(demo_db)
+    settings = tmp_path / "stricter.toml"
+    settings.write_text("tlsh_max_distance = 10\nshingle_containment_threshold = 0.99\n")
+    result = CliRunner().invoke(
+        main, ["replay", "--db", str(demo_db), "--settings", str(settings), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["changed"] == 3
+    assert {c["after"]["rule"] for c in report["changes"]} == {"shingles"}
+    assert (demo_db.stat().st_size, _items(demo_db)) == before
+
+
+def _items(db: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM items").fetchone()[0])
+    finally:
+        conn.close()
