@@ -109,6 +109,12 @@ def _progress() -> Callable[[int, int], None] | None:
     help="Write each feed's JSON Feed and Atom files here (overrides [output] directory).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Fetch and decide on a throwaway copy of the store: store nothing, write and send "
+    "nothing, and list what would be dropped and why.",
+)
 @setting_options
 def run_command(
     config_path: str | None,
@@ -117,6 +123,7 @@ def run_command(
     force: bool,
     out: str | None,
     as_json: bool,
+    dry_run: bool,
     **kwargs: Any,
 ) -> None:
     """Run every due feed once: fetch, dedup, scrape, dedup, store, deliver.
@@ -134,6 +141,9 @@ def run_command(
             f"{config.source}: no feeds configured ([[orgs]] with [[orgs.feeds]])"
         )
     now = _parse_now(as_of)
+    if dry_run:
+        _dry_run(config, now, force, as_json)
+        return
     store = Store(open_store(config.database))
     try:
         report = run(store, config, now=now, force=force, output_dir=out, on_page=_progress())
@@ -141,6 +151,33 @@ def run_command(
         store.db.close()
     _print_report(report, as_json)
     sys.exit(report.exit_code)
+
+
+def _dry_run(config: Config, now: Any, force: bool, as_json: bool) -> None:
+    from feedmd.dryrun import dry_run
+
+    result = dry_run(config, now, force)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"report": result.report.as_dict(), "would_drop": result.dropped},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        click.echo("dry run: nothing was stored, written or sent")
+        click.echo(result.report.render())
+        for row in result.dropped:
+            why = (
+                f"{row['stage']} {row['rule']} {row['score']:g} (threshold "
+                f"{row['threshold']:g}) of {row['matched_publisher']!r}: "
+                f"{row['matched_title']!r}"
+                if row["decision"] == "duplicate"
+                else f"{row['stage']}: {row['error']}"
+            )
+            click.echo(f"  would drop [{row['decision']}] {row['feed']}: {row['title']!r} -- {why}")
+    sys.exit(result.report.exit_code)
 
 
 def _parse_now(text: str | None) -> Any:
