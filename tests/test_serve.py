@@ -1,0 +1,271 @@
+"""`feedmd serve`: routing, tokens and conditional requests against a real uvicorn server
+on a free loopback port, and the scheduler driven by a clock the test moves.
+
+(Starlette's TestClient is not used: from Starlette 1.x it wants the separate httpx2
+package, and a real server on 127.0.0.1 is the house rule anyway.)"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import feedparser
+import httpx
+import jsonschema
+import pytest
+import uvicorn
+from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rss, story
+
+from feedmd import deliveries
+from feedmd.config import FeedConfig
+from feedmd.pipeline import run
+from feedmd.server import Scheduler, create_app, pipeline_scheduler
+from feedmd.stages.store import Store
+from feedmd.timeutil import utcnow
+
+SCHEMA = json.loads((REPO / "tests" / "jsonfeed_schema.json").read_text())
+
+
+def populate(site: Site, store: Store) -> str:
+    """Feed 'a' of org 'pub' (public, two items) and feed 'b' of org 'priv' (private, one
+    item); returns a token of 'priv'."""
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    ferry = site.put("http://other.example/ferry", article_html("Ferry", story("ferry")))
+    mine = site.put("http://mine.example/strike", article_html("Strike", story("strike")))
+    a = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, at(9)),
+                FeedItemSpec("Harbour council approves new ferry terminal budget", ferry, at(11)),
+            ]
+        ),
+    )
+    b = site.put(
+        "http://feeds.example/b.xml",
+        rss([FeedItemSpec("Miners walk out over pay at the northern pits", mine, at(10))]),
+    )
+    config = make_config([("pub", "a", a), ("priv", "b", b)], site.start())
+    run(store, config, now=at(12))
+    deliveries.set_public(store.db, {"a": True, "b": False})
+    token = deliveries.create_token(store.db, "priv", "test", utcnow())
+    assert token is not None
+    return token
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[httpx.Client]:
+    """Run ``app`` on uvicorn on a free 127.0.0.1 port; yield a client for it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        with httpx.Client(base_url=base, timeout=5) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.fixture
+def client(site: Site, store: Store, tmp_path: Path) -> Iterator[tuple[httpx.Client, str]]:
+    token = populate(site, store)
+    with serving(create_app(tmp_path / "feedmd.db", page_size=1)) as http:
+        yield http, token
+
+
+def test_health_landing_and_feed_list(client: tuple[httpx.Client, str]) -> None:
+    http, token = client
+    assert http.get("/health").json() == {"status": "ok", "feeds": 2}
+    landing = http.get("/")
+    assert landing.status_code == 200 and f"{http.base_url}feeds/a.json" in landing.text
+    assert "/feeds/b.json" not in landing.text
+    public = http.get("/feeds").json()
+    assert public == [
+        {
+            "name": "a",
+            "title": "",
+            "org": "pub",
+            "public": True,
+            "json_url": f"{http.base_url}feeds/a.json",
+            "atom_url": f"{http.base_url}feeds/a.atom",
+        }
+    ]
+    both = http.get("/feeds", headers={"Authorization": f"Bearer {token}"}).json()
+    assert [feed["name"] for feed in both] == ["a", "b"]
+
+
+def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) -> None:
+    http, _ = client
+    first = http.get("/feeds/a.json")
+    assert first.status_code == 200
+    assert first.headers["content-type"].startswith("application/feed+json")
+    document = first.json()
+    jsonschema.Draft202012Validator(SCHEMA).validate(document)
+    assert document["feed_url"] == f"{http.base_url}feeds/a.json"
+    second = http.get(document["next_url"]).json()
+    jsonschema.Draft202012Validator(SCHEMA).validate(second)
+    assert "next_url" not in second or not http.get(second["next_url"]).json()["items"]
+    assert document["items"][0]["id"] != second["items"][0]["id"]
+    atom = http.get("/feeds/a.atom")
+    assert atom.headers["content-type"].startswith("application/atom+xml")
+    parsed = feedparser.parse(atom.content)
+    assert not parsed.bozo and parsed.entries[0].id == document["items"][0]["id"]
+    org = http.get("/orgs/pub.json").json()
+    assert org["feed_url"] == f"{http.base_url}orgs/pub.json"
+    assert http.get("/feeds/a.json?before=abc").status_code == 400
+
+
+def test_conditional_requests_get_304(client: tuple[httpx.Client, str]) -> None:
+    http, _ = client
+    first = http.get("/feeds/a.atom")
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    again = http.get("/feeds/a.atom", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    assert http.get("/feeds/a.atom", headers={"If-Modified-Since": modified}).status_code == 304
+    stale = http.get("/feeds/a.atom", headers={"If-None-Match": '"other"'})
+    assert stale.status_code == 200
+    early = "Mon, 12 Oct 2020 00:00:00 GMT"
+    assert http.get("/feeds/a.atom", headers={"If-Modified-Since": early}).status_code == 200
+    garbage = http.get("/feeds/a.atom", headers={"If-Modified-Since": "yesterday"})
+    assert garbage.status_code == 200
+
+
+def test_unknown_feeds_404_and_private_feeds_need_their_orgs_token(
+    client: tuple[httpx.Client, str], store: Store
+) -> None:
+    http, token = client
+    for path in ("/feeds/nope.json", "/feeds/nope.atom", "/orgs/nope.json", "/feeds/a.xml"):
+        assert http.get(path).status_code == 404, path
+    assert "no feed named 'nope'" in http.get("/feeds/nope.json").json()["error"]
+    missing = http.get("/feeds/b.json")
+    assert missing.status_code == 401
+    assert missing.headers["www-authenticate"] == 'Bearer realm="feedmd"'
+    assert "feedmd tokens create --org priv" in missing.json()["error"]
+    for bad in ("Bearer wrong", f"Basic {token}", "Bearer", f"Bearer {token}x"):
+        assert http.get("/feeds/b.json", headers={"Authorization": bad}).status_code == 401
+    good = http.get("/feeds/b.json", headers={"Authorization": f"Bearer {token}"})
+    assert good.status_code == 200 and len(good.json()["items"]) == 1
+    assert good.headers["cache-control"].startswith("private")
+    assert http.get("/orgs/priv.atom").status_code == 401
+    other = deliveries.create_token(store.db, "pub", "", utcnow())
+    wrong_org = http.get("/feeds/b.json", headers={"Authorization": f"Bearer {other}"})
+    assert wrong_org.status_code == 401
+    token_id = deliveries.list_tokens(store.db)[0][0]
+    assert deliveries.revoke_token(store.db, token_id, utcnow())
+    revoked = http.get("/feeds/b.json", headers={"Authorization": f"Bearer {token}"})
+    assert revoked.status_code == 401
+    stored = "\n".join(store.db.conn.iterdump())
+    assert token not in stored  # only its hash is kept
+
+
+def test_the_base_url_option_sets_the_links(site: Site, store: Store, tmp_path: Path) -> None:
+    populate(site, store)
+    app = create_app(tmp_path / "feedmd.db", base_url="https://feeds.example.org/")
+    with serving(app) as http:
+        listing = http.get("/feeds").json()
+        assert listing[0]["json_url"] == "https://feeds.example.org/feeds/a.json"
+        atom = http.get("/feeds/a.atom")
+        assert feedparser.parse(atom.content).feed.links[0].href == (
+            "https://feeds.example.org/feeds/a.atom"
+        )
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, minutes: float) -> None:
+        self.now += timedelta(minutes=minutes)
+
+
+def test_the_scheduler_runs_each_feed_at_its_interval_and_survives_failures() -> None:
+    clock = Clock(at(12))
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    release = threading.Event()
+
+    def run_org(org: str, feeds: tuple[FeedConfig, ...]) -> None:
+        calls.append((org, tuple(f.name for f in feeds)))
+        if org == "broken":
+            raise RuntimeError("feed server on fire")
+        if org == "slow":
+            release.wait(5)
+
+    feeds = (
+        FeedConfig("fast", "http://x.example/f", "news", poll_minutes=15),
+        FeedConfig("hourly", "http://x.example/h", "news", poll_minutes=60),
+        FeedConfig("bad", "http://x.example/b", "broken", poll_minutes=15),
+        FeedConfig("lazy", "http://x.example/l", "slow", poll_minutes=15),
+    )
+    scheduler = Scheduler(feeds=feeds, run_org=run_org, clock=clock)
+    try:
+        assert sorted(scheduler.tick()) == ["bad", "fast", "hourly", "lazy"]
+        time.sleep(0.05)
+        assert scheduler.tick() == []  # nothing due yet
+        clock.advance(15)
+        assert sorted(scheduler.tick()) == ["bad", "fast"]  # 'lazy' is still running
+        clock.advance(15)
+        release.set()
+        time.sleep(0.05)
+        for _ in range(100):
+            if "slow" not in scheduler.status()["running"]:
+                break
+            time.sleep(0.01)
+        assert sorted(scheduler.tick()) == ["bad", "fast", "lazy"]
+        clock.advance(30)
+        scheduler.wait_idle()
+        assert sorted(scheduler.tick()) == ["bad", "fast", "hourly", "lazy"]
+        scheduler.wait_idle()
+        assert scheduler.status()["failures"] == {"broken": "RuntimeError: feed server on fire"}
+        # the two feeds of one org go into one run, never two at once
+        assert ("news", ("fast", "hourly")) in calls
+        assert calls.count(("slow", ("lazy",))) == 3
+    finally:
+        release.set()
+        scheduler.shutdown()
+
+
+def test_the_pipeline_scheduler_runs_due_feeds_for_real(
+    site: Site, store: Store, tmp_path: Path
+) -> None:
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, utcnow())]),
+    )
+    config = make_config([("org", "a", feed)], site.start())
+    config = config.__class__(**{**config.__dict__, "database": str(tmp_path / "feedmd.db")})
+    clock = Clock(utcnow())
+    scheduler = pipeline_scheduler(config, clock=clock)
+    try:
+        assert scheduler.tick() == ["a"]
+        scheduler.wait_idle()
+        assert len(deliveries.kept_items(store.db, feed="a")) == 1
+        restarted = pipeline_scheduler(config, clock=clock)  # due at last fetch + 15 min
+        assert restarted.tick() == []
+        clock.advance(15)
+        assert restarted.tick() == ["a"]
+        restarted.wait_idle()
+        restarted.shutdown()
+        assert site.server is not None and site.server.count("feeds.example/a.xml") == 2
+    finally:
+        scheduler.shutdown()

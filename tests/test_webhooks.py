@@ -1,0 +1,365 @@
+"""Signed webhooks, at least once: a real receiver on 127.0.0.1 verifies every signature
+with the standard library, fails on purpose (500, a closed connection, a hang, a redirect)
+and sees the retries carry the same webhook-id and body. The schedule is driven by moving
+``now`` forward, so nothing here waits for a backoff."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+from standardwebhooks.webhooks import Webhook
+
+from feedmd import deliveries, webhooks
+from feedmd.cli_delivery import deliveries_group, export_command
+from feedmd.config import Config
+from feedmd.db import connect
+from feedmd.errors import ConfigError
+from feedmd.pipeline import run
+from feedmd.stages import deliver
+from feedmd.stages.store import Store
+from feedmd.timeutil import utcnow
+
+SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
+FAST = webhooks.WebhookPolicy(timeout_seconds=0.5)
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Standard Webhooks verification in a few lines of the standard library (the README's
+    receiver example)."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    fresh = abs(time.time() - int(headers["webhook-timestamp"])) < 300
+    return fresh and any(
+        hmac.compare_digest(expected, sig.removeprefix("v1,"))
+        for sig in headers["webhook-signature"].split()
+        if sig.startswith("v1,")
+    )
+
+
+class Receiver:
+    """A webhook receiver answering from a plan (an int status, 'hang', 'close',
+    'redirect'), then ``default``; it records every request and whether it verified."""
+
+    def __init__(self, secret: str, plan: list[Any] | None = None, default: Any = 200) -> None:
+        self.secret = secret
+        self.plan = list(plan or [])
+        self.default = default
+        self.seen: list[dict[str, Any]] = []
+        self.release = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook?token=abc"
+
+    def stop(self) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                receiver.seen.append(
+                    {
+                        "path": self.path,
+                        "id": headers.get("webhook-id"),
+                        "headers": headers,
+                        "body": body,
+                        "valid": verify(receiver.secret, headers, body),
+                    }
+                )
+                action = receiver.plan.pop(0) if receiver.plan else receiver.default
+                if action == "hang":
+                    receiver.release.wait(5)
+                    return
+                if action == "close":
+                    self.close_connection = True
+                    return
+                if action == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", "/elsewhere")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                payload = b"ok" if action < 300 else b"receiver says no"
+                self.send_response(int(action))
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A configured endpoint as config.py will parse [[orgs.webhooks]]."""
+
+    url: str
+    org: str
+    feed: str = ""
+    secret_env: str = SECRET_ENV
+
+
+@dataclass(frozen=True)
+class HookedConfig(Config):
+    """A Config with the proposed ``webhooks`` field."""
+
+    webhooks: tuple[Hook, ...] = ()
+
+
+@pytest.fixture
+def secret(monkeypatch: pytest.MonkeyPatch) -> str:
+    value = webhooks.new_secret()
+    monkeypatch.setenv(SECRET_ENV, value)
+    return value
+
+
+@pytest.fixture
+def receiver(secret: str) -> Iterator[Receiver]:
+    built = Receiver(secret)
+    yield built
+    built.stop()
+
+
+def stored_day(site: Site, store: Store) -> tuple[Config, int]:
+    """A real run that keeps two items in feed 'a' of org 'org'; returns its config, run."""
+    first = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    other = site.put("http://other.example/ferry", article_html("Ferry", story("ferry")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss(
+            [
+                FeedItemSpec("Pope Leo to undergo surgery for small growth", first, at(9)),
+                FeedItemSpec("Harbour council approves new ferry terminal budget", other, at(11)),
+            ]
+        ),
+    )
+    config = make_config([("org", "a", feed)], site.start())
+    report = run(store, config, now=at(12))
+    return config, report.run_id
+
+
+def deliver_with_hooks(store: Store, config: Config, run_id: int, *hooks: Hook) -> list[int]:
+    """Step 6 with webhooks configured; returns the kept item ids, oldest first."""
+    hooked = HookedConfig(
+        settings=config.settings, feeds=config.feeds, output=config.output, webhooks=hooks
+    )
+    kept = sorted(item.item_id for item in deliveries.kept_items(store.db, feed="a"))
+    deliver.deliver(store, hooked, run_id, kept, at(12))
+    return kept
+
+
+def test_signed_messages_are_retried_with_stable_ids_until_delivered(
+    site: Site, store: Store, receiver: Receiver, secret: str, tmp_path: Path
+) -> None:
+    config, run_id = stored_day(site, store)
+    receiver.plan = [500, "close"]
+    kept = deliver_with_hooks(
+        store, config, run_id, Hook(receiver.url, "org"), Hook(receiver.url, "org", feed="b")
+    )
+    assert len(receiver.seen) == 1  # 500: the endpoint is paused for the rest of the pass
+    first = deliveries.list_deliveries(store.db)
+    assert {(r.item_id, r.status, r.attempts) for r in first} == {
+        (kept[0], "pending", 1),
+        (kept[1], "pending", 0),
+    }
+    assert next(r for r in first if r.attempts).last_http_status == 500
+
+    store.db.close()  # a restart: everything needed is in the store
+    db = connect(tmp_path / "feedmd.db")
+    later = utcnow() + timedelta(hours=1)
+    result = webhooks.deliver_due(db, FAST, now=later)
+    assert (result.delivered, result.failed_attempts) == (0, 1)  # the closed connection
+    assert "RemoteProtocolError" in (deliveries.list_deliveries(db)[0].last_error or "")
+    result = webhooks.deliver_due(db, FAST, now=later + timedelta(hours=1))
+    assert (result.delivered, result.failed_attempts) == (2, 0)
+
+    assert [seen["valid"] for seen in receiver.seen] == [True] * 4
+    by_id: dict[str, list[bytes]] = {}
+    for seen in receiver.seen:
+        by_id.setdefault(seen["id"], []).append(seen["body"])
+        Webhook(secret).verify(seen["body"], seen["headers"])  # the reference library agrees
+    assert len(by_id) == 2 and all(len(set(bodies)) == 1 for bodies in by_id.values())
+    assert all(seen["path"] == "/hook?token=abc" for seen in receiver.seen)
+
+    rows = deliveries.list_deliveries(db)
+    assert {(r.status, r.attempts, r.last_error) for r in rows} == {("delivered", 2, None)}
+    assert deliveries.list_endpoints(db)[0].consecutive_failures == 0
+    message = json.loads(receiver.seen[-1]["body"])
+    assert message["type"] == "item.kept"
+    item = deliveries.items_by_id(db, [message["data"]["_feedmd"]["canonical_item_id"]])[0]
+    assert message["data"] == deliver.json_item(item)  # the JSON Feed's item object
+    assert deliveries.pending_count(db) == 0
+    store.db = db
+    store.conn = db.conn
+    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
+    assert len(deliveries.list_deliveries(db)) == 2  # queued once per item and endpoint
+
+
+def test_a_hanging_endpoint_costs_one_timeout_per_pass(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    stored_day(site, store)
+    receiver.default = "hang"
+    now = utcnow()
+    deliveries.add_endpoint(
+        store.db, deliveries.EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now
+    )
+    kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
+    assert webhooks.enqueue_items(store.db, kept, FAST, now) == 2
+    started = time.monotonic()
+    policy = webhooks.WebhookPolicy(timeout_seconds=0.3)
+    result = webhooks.deliver_due(store.db, policy, now=now)
+    assert result.failed_attempts == 1 and len(receiver.seen) == 1
+    assert time.monotonic() - started < 2  # one timeout, not one per message
+    errors = {r.last_error for r in deliveries.list_deliveries(store.db) if r.attempts}
+    assert any(error and "timed out" in error for error in errors)
+    assert {r.status for r in deliveries.list_deliveries(store.db)} == {"pending"}
+
+
+def test_a_redirect_is_not_followed(site: Site, store: Store, receiver: Receiver) -> None:
+    config, run_id = stored_day(site, store)
+    receiver.plan = ["redirect"]
+    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
+    assert [seen["path"] for seen in receiver.seen] == ["/hook?token=abc"]
+    row = next(r for r in deliveries.list_deliveries(store.db) if r.attempts)
+    assert row.last_http_status == 307
+    where = receiver.url.split("/hook")[0] + "/elsewhere"
+    assert row.last_error == f"HTTP 307 redirect to {where} not followed"
+
+
+def test_a_message_is_given_up_after_the_retry_window(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    config, run_id = stored_day(site, store)
+    receiver.default = 500
+    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
+    result = webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=25))
+    assert result.gave_up == 1
+    statuses = sorted(r.status for r in deliveries.list_deliveries(store.db))
+    assert statuses == ["failed", "pending"]
+
+
+def test_an_endpoint_is_disabled_after_a_run_of_failures_and_enabled_again(
+    site: Site, store: Store, receiver: Receiver, tmp_path: Path
+) -> None:
+    config, run_id = stored_day(site, store)
+    receiver.default = 503
+    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
+    policy = webhooks.WebhookPolicy(timeout_seconds=0.5, disable_after_failures=3)
+    now = utcnow()
+    disabled = 0
+    for hour in (1, 2, 3):
+        disabled += webhooks.deliver_due(store.db, policy, now=now + timedelta(hours=hour)).disabled
+    assert disabled == 1 and len(receiver.seen) == 3  # step 6's attempt and two retries
+    webhooks.deliver_due(store.db, policy, now=now + timedelta(hours=4))
+    assert len(receiver.seen) == 3  # disabled: nothing sent, nothing lost
+
+    db_args = ["--db", str(tmp_path / "feedmd.db")]
+    listing = CliRunner().invoke(deliveries_group, db_args)
+    assert listing.exit_code == 0, listing.output
+    assert "disabled (3 consecutive failed attempts)" in listing.output
+    assert "token=abc" not in listing.output  # URLs are shown without their query
+    enabled = CliRunner().invoke(deliveries_group, [*db_args, "enable", "1"])
+    assert enabled.exit_code == 0, enabled.output
+    assert "2 messages due now" in enabled.output
+    receiver.default = 200
+    assert webhooks.deliver_due(store.db, policy).delivered == 2
+    as_json = json.loads(CliRunner().invoke(deliveries_group, [*db_args, "--json"]).output)
+    assert {d["status"] for d in as_json["deliveries"]} == {"delivered"}
+
+
+def test_the_secret_is_never_logged_stored_or_exported(
+    site: Site,
+    store: Store,
+    receiver: Receiver,
+    secret: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    config, run_id = stored_day(site, store)
+    receiver.plan, receiver.default = [200, "close", "redirect"], 500
+    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
+    for hours in (1, 2, 3, 4):
+        webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=hours))
+    monkeypatch.setenv(SECRET_ENV, secret.removeprefix("whsec_"))  # malformed: named only
+    webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=5))
+    assert f"webhook secret in {SECRET_ENV} must look like whsec_<base64>" in caplog.text
+    db_args = ["--db", str(tmp_path / "feedmd.db")]
+    exported = CliRunner().invoke(export_command, [*db_args, "--feed", "a"]).output
+    listed = CliRunner().invoke(deliveries_group, [*db_args, "--json"]).output
+    dump = "\n".join(store.db.conn.iterdump())
+    key = secret.removeprefix("whsec_")
+    for text in (caplog.text, exported, listed, dump):
+        assert key not in text and key[:12] not in text
+    assert "failed (attempt 3): HTTP 500: receiver says no" in caplog.text
+
+
+def test_a_missing_or_malformed_secret_is_named_never_shown() -> None:
+    with pytest.raises(ConfigError, match="FEEDMD_NOPE is not set"):
+        webhooks.load_secret("FEEDMD_NOPE", environ={})
+    for bad in ("plain-text-secret", "whsec_***not-base64***", "whsec_"):
+        with pytest.raises(ConfigError) as caught:
+            webhooks.load_secret("FEEDMD_X", environ={"FEEDMD_X": bad})
+        assert str(caught.value) == "webhook secret in FEEDMD_X must look like whsec_<base64>"
+
+
+def test_the_retry_schedule_backs_off_with_jitter_and_disables_after_about_a_day() -> None:
+    policy = webhooks.WebhookPolicy()
+    rng = random.Random(7)
+    for attempt in range(1, 20):
+        raw = min(policy.retry_max_seconds, policy.retry_base_seconds * 2 ** (attempt - 1))
+        delay = webhooks.retry_delay(attempt, policy, rng).total_seconds()
+        assert raw / 2 <= delay <= raw
+    # The endpoint pauses after each failure with the same schedule, so the default
+    # disable_after_failures is reached only after a long outage, never after a blip.
+    pauses = [
+        min(policy.retry_max_seconds, policy.retry_base_seconds * 2 ** (n - 1))
+        for n in range(1, policy.disable_after_failures)
+    ]
+    assert sum(pauses) / 2 >= 12 * 3600 and sum(pauses) <= 30 * 3600
+
+
+def test_the_demo_helper_delivers_every_kept_item(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    stored_day(site, store)
+    receiver.plan = [500]
+    result = webhooks.send_all_kept(store.db, receiver.url, secret_env=SECRET_ENV, wait_seconds=5)
+    assert (result.delivered, result.failed_attempts) == (2, 1)
+    assert all(seen["valid"] for seen in receiver.seen)
+    with pytest.raises(ConfigError, match="FEEDMD_UNSET_SECRET is not set"):
+        webhooks.send_all_kept(store.db, receiver.url, secret_env="FEEDMD_UNSET_SECRET")
