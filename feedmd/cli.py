@@ -364,6 +364,95 @@ def replay_command(
         )
 
 
+@main.command("sweep")
+@click.option(
+    "--grid",
+    "grid_specs",
+    multiple=True,
+    help="A setting and its values, NAME=V1,V2,... (repeat for a grid).",
+)
+@click.option(
+    "--grid-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A TOML file with a [grid] table: name = [values].",
+)
+@click.option(
+    "--headlines",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled headlines (as for eval headlines).",
+)
+@click.option(
+    "--pairs",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled headline pairs (as for eval pairs).",
+)
+@click.option(
+    "--pages",
+    type=click.Path(exists=True, file_okay=False),
+    help="Pages with checked bodies (as for eval pages).",
+)
+@click.option(
+    "--reprints",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labelled page pairs (as for eval reprints).",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Draw precision and recall against the first grid setting into a PNG "
+    "(needs the plot extra: matplotlib).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@setting_options
+def sweep_command(
+    grid_specs: tuple[str, ...],
+    grid_file: str | None,
+    headlines: str | None,
+    pairs: str | None,
+    pages: str | None,
+    reprints: str | None,
+    plot_path: str | None,
+    as_json: bool,
+    **kwargs: Any,
+) -> None:
+    """Run the evaluations over a grid of settings and print, for each point, the figures
+    and exactly which merges or pairs were added or removed against the current settings."""
+    from feedmd.evaluation.sweep import Sources, parse_grid, plot, sweep
+
+    grid = parse_grid(grid_specs)
+    if grid_file:
+        import tomllib
+
+        document = tomllib.loads(Path(grid_file).read_text(encoding="utf-8"))
+        table = document.get("grid", {})
+        grid.update(parse_grid([f"{k}={','.join(str(v) for v in vs)}" for k, vs in table.items()]))
+    if not grid:
+        raise click.UsageError("give at least one --grid NAME=V1,V2,... or --grid-file")
+    sources = Sources(*(Path(p) if p else None for p in (headlines, pairs, pages, reprints)))
+    if not any(dataclasses.astuple(sources)):
+        raise click.UsageError("give at least one of --headlines, --pairs, --pages, --reprints")
+    base = load_config(None, overrides=_settings_from(kwargs)).settings
+    report = sweep(sources, base, grid)
+    if plot_path:
+        plot(report, plot_path)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"base: {report['base']}")
+    for row in report["points"]:
+        click.echo(f"{row['settings']}:")
+        for name, data in row.items():
+            if name == "settings":
+                continue
+            figures = {k: v for k, v in data.items() if k not in ("added", "removed")}
+            click.echo(f"  {name}: {figures}; +{len(data['added'])} / -{len(data['removed'])}")
+            for line in data["added"][:5]:
+                click.echo(f"    + {line}")
+            for line in data["removed"][:5]:
+                click.echo(f"    - {line}")
+
+
 @main.group("eval")
 def eval_group() -> None:
     """Measure feedmd on labelled data (formats in shared/eval/README.md)."""

@@ -288,9 +288,12 @@ def evaluate_pairs(path: str | Path, settings: Settings) -> dict[str, Any]:
     casing = CasingStats.build(str(t) for row in rows for t in (row["a"], row["b"]))
     counts: Counter[str] = Counter()
     errors: list[dict[str, Any]] = []
+    same: list[str] = []
     for row in rows:
         rule = pair_matches(str(row["a"]), str(row["b"]), settings, casing)
         predicted, actual = rule is not None, row["label"] == "same"
+        if predicted:
+            same.append(str(row["id"]))
         kind = {(True, True): "tp", (True, False): "fp", (False, True): "fn", (False, False): "tn"}[
             (predicted, actual)
         ]
@@ -310,4 +313,5 @@ def evaluate_pairs(path: str | Path, settings: Settings) -> dict[str, Any]:
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
         "errors": errors,
+        "predicted_same": same,
     }

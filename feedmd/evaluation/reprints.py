@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -118,10 +119,28 @@ def _pair_page(row: dict[str, Any], side: str, folder: Path, settings: Settings)
         raise EvalDataError(f"pair {row.get('id')}: needs {side}_html or {side}_text")
     path = folder / str(row[key])
     try:
-        body = path.read_bytes()
+        markdown = _markdown(path)
     except OSError as exc:
         raise EvalDataError(f"pair {row.get('id')}: cannot read {path}: {exc}") from None
-    return extract_page(dataclasses.replace(_BASE, url=str(path)), body, settings)
+    if markdown is None:
+        return dataclasses.replace(_BASE, url=str(path), error="extraction failed")
+    return fingerprint(
+        dataclasses.replace(_BASE, url=str(path), status="ok", markdown=markdown), settings
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _markdown_of(path: Path, size: int, mtime_ns: int) -> str | None:
+    page = extract_page(dataclasses.replace(_BASE, url=str(path)), path.read_bytes(), Settings())
+    return page.markdown if page.status == "ok" else None
+
+
+def _markdown(path: Path) -> str | None:
+    """trafilatura's Markdown of a file, extracted once per process: a sweep re-scores the
+    same pages under many settings, and extraction is the slow part (extraction does not
+    depend on any setting)."""
+    stat = path.stat()
+    return _markdown_of(path, stat.st_size, stat.st_mtime_ns)
 
 
 def evaluate_reprints(path: str | Path, settings: Settings) -> dict[str, Any]:
@@ -133,6 +152,7 @@ def evaluate_reprints(path: str | Path, settings: Settings) -> dict[str, Any]:
     no_digest = 0
     matchers = ("tlsh", "shingles", "combined")
     found = {name: 0 for name in matchers}
+    predicted: list[str] = []
     wrong = {name: 0 for name in matchers}
     for row in read_jsonl(path, ("id", "label")):
         label = str(row["label"])
@@ -159,6 +179,8 @@ def evaluate_reprints(path: str | Path, settings: Settings) -> dict[str, Any]:
                     found[name] += 1
                 else:
                     wrong[name] += 1
+        if by["combined"]:
+            predicted.append(str(row["id"]))
         if label == "different" and by["combined"]:
             false_merges.append(
                 {
@@ -199,4 +221,5 @@ def evaluate_reprints(path: str | Path, settings: Settings) -> dict[str, Any]:
         "no_digest": no_digest,
         "by_matcher": per_matcher,
         "missed": missed,
+        "predicted_reprints": predicted,
     }
