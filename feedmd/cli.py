@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,8 @@ class _FeedmdGroup(click.Group):
 @click.version_option(package_name="feedmd")
 def main() -> None:
     """feedmd: de-duplicated, full-text news feeds from noisy RSS and Atom sources."""
+    # httpx logs every request URL at INFO; a webhook URL may carry a token in its query
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _load(config_path: str | None, settings: dict[str, Any], db: str | None) -> Config:
@@ -204,8 +207,13 @@ def _print_report(report: RunReport, as_json: bool) -> None:
     type=click.Path(file_okay=False),
     help="Folder for feedmd.db and the JSON Feed / Atom files (recreated).",
 )
+@click.option(
+    "--webhook-url",
+    help="Also deliver the demo's kept items to this URL, signed with the secret in "
+    "FEEDMD_WEBHOOK_SECRET (whsec_...).",
+)
 @setting_options
-def demo_command(out: str, **kwargs: Any) -> None:
+def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
     """Run the real pipeline on the bundled fixture news day, offline.
 
     Starts a fixture HTTP server on 127.0.0.1, runs twice into OUT/feedmd.db, writes each
@@ -214,7 +222,13 @@ def demo_command(out: str, **kwargs: Any) -> None:
     """
     from feedmd.demo import run_demo
 
-    result = run_demo(out, overrides=_settings_from(kwargs), echo=click.echo)
+    if webhook_url:
+        from feedmd.webhooks import load_secret
+
+        load_secret("FEEDMD_WEBHOOK_SECRET")  # a missing secret stops before any work
+    result = run_demo(
+        out, overrides=_settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
+    )
     click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
 
 
@@ -599,6 +613,16 @@ def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> No
         f"verdict: {result['verdict']} (decided by {result['decided_by']}); "
         f"tlsh distance {result['tlsh_distance']}, containment {result['containment']}"
     )
+
+
+def _register_delivery_commands() -> None:
+    from feedmd.cli_delivery import COMMANDS
+
+    for command in COMMANDS:
+        main.add_command(command)
+
+
+_register_delivery_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -194,6 +194,45 @@ class Settings:
         "Tests point it at a loopback double.",
     )
 
+    # --- delivery ---
+    feed_page_size: int = _setting(
+        100,
+        "Items per JSON Feed / Atom page and in a run's output files; older items are "
+        "reached through next_url.",
+        minimum=1,
+        maximum=1000,
+    )
+    webhook_timeout_seconds: float = _setting(
+        10.0,
+        "Time allowed for one webhook POST; a slower receiver counts as failed and is "
+        "retried (GitHub gives its receivers 10 s).",
+        minimum=0.1,
+    )
+    webhook_retry_base_seconds: float = _setting(
+        30.0,
+        "First wait after a failed delivery, doubled after each further failure, with jitter.",
+        minimum=1,
+    )
+    webhook_retry_max_seconds: float = _setting(
+        14400.0,
+        "Longest wait between delivery attempts (4 h), so a message still gets several "
+        "attempts in its last day.",
+        minimum=1,
+    )
+    webhook_retry_hours: float = _setting(
+        24.0,
+        "A webhook message still failing this long after it was queued is marked failed "
+        "(at-least-once for a day).",
+        minimum=0,
+    )
+    webhook_disable_after_failures: int = _setting(
+        15,
+        "An endpoint is disabled after this many failed attempts in a row; with the pauses "
+        "between failures that is 12-24 h of continuous failure: a day-long outage disables "
+        "it, a blip never does.",
+        minimum=1,
+    )
+
     # --- prose and stage 2 (seed 003 rules as written) ---
     prose_min_words: int = _setting(
         12,
@@ -289,13 +328,26 @@ class Settings:
 
 @dataclass(frozen=True)
 class FeedConfig:
-    """One feed to poll: a unique name, a URL, and how often to poll it."""
+    """One feed to poll: a unique name, a URL, how often to poll it, and whether its
+    output is public (else it needs the org's bearer token)."""
 
     name: str
     url: str
     org: str
     poll_minutes: float = 15.0
     title: str = ""
+    public: bool = False
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    """An endpoint that receives each new kept item of an org (or of one feed), signed
+    with the secret in the environment variable ``secret_env`` (never in the file)."""
+
+    url: str
+    org: str
+    feed: str = ""
+    secret_env: str = "FEEDMD_WEBHOOK_SECRET"
 
 
 @dataclass(frozen=True)
@@ -312,6 +364,7 @@ class Config:
 
     settings: Settings = field(default_factory=Settings)
     feeds: tuple[FeedConfig, ...] = ()
+    webhooks: tuple[WebhookConfig, ...] = ()
     output: OutputConfig = field(default_factory=OutputConfig)
     database: str = "feedmd.db"
     source: str = "<defaults>"
@@ -393,13 +446,14 @@ def load_config(
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     feeds: tuple[FeedConfig, ...] = ()
+    webhooks: tuple[WebhookConfig, ...] = ()
     output = OutputConfig()
     database = "feedmd.db"
     source = "<defaults>"
     if path is not None:
         source = str(path)
         document = _read_toml(Path(path))
-        values, feeds, output, database = _parse_document(document, source)
+        values, feeds, webhooks, output, database = _parse_document(document, source)
     for key, raw in environ.items():
         if not key.startswith(ENV_PREFIX):
             continue
@@ -414,7 +468,14 @@ def load_config(
         flag = "--" + name.replace("_", "-")
         values[name] = coerce_setting(name, raw, f"flag {flag}")
     settings = Settings(**values)
-    return Config(settings=settings, feeds=feeds, output=output, database=database, source=source)
+    return Config(
+        settings=settings,
+        feeds=feeds,
+        webhooks=webhooks,
+        output=output,
+        database=database,
+        source=source,
+    )
 
 
 def settings_layer(
@@ -456,14 +517,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 _TOP_LEVEL_KEYS = {"database", "orgs", "output"}
-_ORG_KEYS = {"name", "feeds"}
-_FEED_KEYS = {"name", "url", "poll_minutes", "title"}
+_ORG_KEYS = {"name", "feeds", "public", "webhooks"}
+_FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks"}
+_WEBHOOK_KEYS = {"url", "secret_env"}
 _OUTPUT_KEYS = {"directory", "base_url"}
 
 
 def _parse_document(
     document: dict[str, Any], source: str
-) -> tuple[dict[str, Any], tuple[FeedConfig, ...], OutputConfig, str]:
+) -> tuple[dict[str, Any], tuple[FeedConfig, ...], tuple[WebhookConfig, ...], OutputConfig, str]:
     values: dict[str, Any] = {}
     for key, raw in document.items():
         if key in _TOP_LEVEL_KEYS:
@@ -473,8 +535,8 @@ def _parse_document(
     if not isinstance(database, str) or not database:
         raise ConfigError(f"{source}: 'database' must be a non-empty string")
     output = _parse_output(document.get("output", {}), source)
-    feeds = _parse_orgs(document.get("orgs", []), source)
-    return values, feeds, output, database
+    feeds, webhooks = _parse_orgs(document.get("orgs", []), source)
+    return values, feeds, webhooks, output, database
 
 
 def _parse_output(raw: Any, source: str) -> OutputConfig:
@@ -487,10 +549,11 @@ def _parse_output(raw: Any, source: str) -> OutputConfig:
     return OutputConfig(**raw)
 
 
-def _parse_orgs(raw: Any, source: str) -> tuple[FeedConfig, ...]:
+def _parse_orgs(raw: Any, source: str) -> tuple[tuple[FeedConfig, ...], tuple[WebhookConfig, ...]]:
     if not isinstance(raw, list):
         raise ConfigError(f"{source}: 'orgs' must be an array of tables ([[orgs]])")
     feeds: list[FeedConfig] = []
+    webhooks: list[WebhookConfig] = []
     seen_orgs: set[str] = set()
     seen_feeds: set[str] = set()
     for index, org in enumerate(raw):
@@ -507,15 +570,52 @@ def _parse_orgs(raw: Any, source: str) -> tuple[FeedConfig, ...]:
         if org_name in seen_orgs:
             raise ConfigError(f"{where}.name {org_name!r} is declared twice")
         seen_orgs.add(org_name)
+        public = _boolean(org.get("public", False), f"{where}.public")
+        webhooks += _parse_webhooks(org.get("webhooks", []), org_name, "", f"{where}.webhooks")
         org_feeds = org.get("feeds", [])
         if not isinstance(org_feeds, list):
             raise ConfigError(f"{where}.feeds must be an array of tables")
-        for feed_index, feed in enumerate(org_feeds):
-            feeds.append(_parse_feed(feed, org_name, f"{where}.feeds[{feed_index}]", seen_feeds))
-    return tuple(feeds)
+        for feed_index, raw_feed in enumerate(org_feeds):
+            feed_where = f"{where}.feeds[{feed_index}]"
+            feed = _parse_feed(raw_feed, org_name, feed_where, seen_feeds, public)
+            feeds.append(feed)
+            webhooks += _parse_webhooks(
+                raw_feed.get("webhooks", []), org_name, feed.name, f"{feed_where}.webhooks"
+            )
+    return tuple(feeds), tuple(webhooks)
 
 
-def _parse_feed(raw: Any, org: str, where: str, seen: set[str]) -> FeedConfig:
+def _boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    return value
+
+
+def _parse_webhooks(raw: Any, org: str, feed: str, where: str) -> list[WebhookConfig]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where} must be an array of tables")
+    hooks = []
+    for index, hook in enumerate(raw):
+        place = f"{where}[{index}]"
+        if not isinstance(hook, dict):
+            raise ConfigError(f"{place} must be a table")
+        _reject_unknown(hook, _WEBHOOK_KEYS, place)
+        url = hook.get("url")
+        if not isinstance(url, str) or not re.match(r"^https?://[^\s/]+", url):
+            raise ConfigError(f"{place}.url must be an http(s) URL, got {url!r}")
+        secret_env = hook.get("secret_env", "FEEDMD_WEBHOOK_SECRET")
+        if not isinstance(secret_env, str) or not re.match(r"^[A-Z_][A-Z0-9_]*$", secret_env):
+            raise ConfigError(
+                f"{place}.secret_env must name an environment variable "
+                f"(the secret itself never goes in the file), got {secret_env!r}"
+            )
+        hooks.append(WebhookConfig(url=url, org=org, feed=feed, secret_env=secret_env))
+    return hooks
+
+
+def _parse_feed(
+    raw: Any, org: str, where: str, seen: set[str], org_public: bool = False
+) -> FeedConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table")
     _reject_unknown(raw, _FEED_KEYS, where)
@@ -539,7 +639,10 @@ def _parse_feed(raw: Any, org: str, where: str, seen: set[str]) -> FeedConfig:
     title = raw.get("title", "")
     if not isinstance(title, str):
         raise ConfigError(f"{where}.title must be a string")
-    return FeedConfig(name=name, url=url, org=org, poll_minutes=float(poll), title=title)
+    public = _boolean(raw.get("public", org_public), f"{where}.public")
+    return FeedConfig(
+        name=name, url=url, org=org, poll_minutes=float(poll), title=title, public=public
+    )
 
 
 def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -24,6 +24,7 @@ from feedmd.report import RunReport
 from feedmd.resources import data_dir
 from feedmd.stages.store import Store
 from feedmd.timeutil import parse_iso
+from feedmd.webhooks import redact, send_all_kept
 
 DEMO_CONFIG = "demo.toml"
 # The fixture day is 2026-10-12; the first run happens at its end, the second two hours on.
@@ -62,6 +63,7 @@ def run_demo(
     echo: Callable[[str], None] = print,
     first_at: datetime = FIRST_RUN_AT,
     second_at: datetime = SECOND_RUN_AT,
+    webhook_url: str | None = None,
 ) -> DemoResult:
     """Run the demo into ``out`` (its database is recreated) and return both reports."""
     fixtures = fixtures or data_dir("fixtures")
@@ -79,6 +81,12 @@ def run_demo(
             server.edition = 2
             second = run(store, config, now=second_at)
             echo(second.render())
+            if webhook_url:
+                sent = send_all_kept(store.db, webhook_url)
+                echo(
+                    f"webhooks to {redact(webhook_url)}: {sent.delivered} delivered, "
+                    f"{sent.failed_attempts} failed attempts, {sent.gave_up} given up"
+                )
         finally:
             store.db.close()
     outputs = tuple(sorted(p for p in folder.iterdir() if p.suffix in {".json", ".atom"}))

@@ -6,8 +6,11 @@ package, and a real server on 127.0.0.1 is the house rule anyway.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,9 +24,11 @@ import httpx
 import jsonschema
 import pytest
 import uvicorn
+from click.testing import CliRunner
 from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rss, story
 
 from feedmd import deliveries
+from feedmd.cli_delivery import tokens_group
 from feedmd.config import FeedConfig
 from feedmd.pipeline import run
 from feedmd.server import Scheduler, create_app, pipeline_scheduler
@@ -92,7 +97,7 @@ def test_health_landing_and_feed_list(client: tuple[httpx.Client, str]) -> None:
     http, token = client
     assert http.get("/health").json() == {"status": "ok", "feeds": 2}
     landing = http.get("/")
-    assert landing.status_code == 200 and f"{http.base_url}feeds/a.json" in landing.text
+    assert landing.status_code == 200 and f"{http.base_url}/feeds/a.json" in landing.text
     assert "/feeds/b.json" not in landing.text
     public = http.get("/feeds").json()
     assert public == [
@@ -101,8 +106,8 @@ def test_health_landing_and_feed_list(client: tuple[httpx.Client, str]) -> None:
             "title": "",
             "org": "pub",
             "public": True,
-            "json_url": f"{http.base_url}feeds/a.json",
-            "atom_url": f"{http.base_url}feeds/a.atom",
+            "json_url": f"{http.base_url}/feeds/a.json",
+            "atom_url": f"{http.base_url}/feeds/a.atom",
         }
     ]
     both = http.get("/feeds", headers={"Authorization": f"Bearer {token}"}).json()
@@ -116,7 +121,7 @@ def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) ->
     assert first.headers["content-type"].startswith("application/feed+json")
     document = first.json()
     jsonschema.Draft202012Validator(SCHEMA).validate(document)
-    assert document["feed_url"] == f"{http.base_url}feeds/a.json"
+    assert document["feed_url"] == f"{http.base_url}/feeds/a.json"
     second = http.get(document["next_url"]).json()
     jsonschema.Draft202012Validator(SCHEMA).validate(second)
     assert "next_url" not in second or not http.get(second["next_url"]).json()["items"]
@@ -126,7 +131,7 @@ def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) ->
     parsed = feedparser.parse(atom.content)
     assert not parsed.bozo and parsed.entries[0].id == document["items"][0]["id"]
     org = http.get("/orgs/pub.json").json()
-    assert org["feed_url"] == f"{http.base_url}orgs/pub.json"
+    assert org["feed_url"] == f"{http.base_url}/orgs/pub.json"
     assert http.get("/feeds/a.json?before=abc").status_code == 400
 
 
@@ -269,3 +274,55 @@ def test_the_pipeline_scheduler_runs_due_feeds_for_real(
         assert site.server is not None and site.server.count("feeds.example/a.xml") == 2
     finally:
         scheduler.shutdown()
+
+
+def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
+    site: Site, tmp_path: Path
+) -> None:
+    """The real command in a subprocess: --config makes it poll the feed; the feed is private
+    (no `public` key yet), so it answers 401 without the token `tokens create` printed."""
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, utcnow())]),
+    )
+    server = site.start()
+    config = tmp_path / "feedmd.toml"
+    config.write_text(
+        f'database = "{tmp_path / "serve.db"}"\nproxy = "{server.proxy_url}"\n'
+        '[[orgs]]\nname = "org"\n[[orgs.feeds]]\nname = "a"\n'
+        f'url = "{feed}"\n'
+    )
+    token = CliRunner().invoke(tokens_group, ["create", "--org", "org", "--config", str(config)])
+    assert token.exit_code == 0, token.output
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    command = [sys.executable, "-c", "from feedmd.cli_delivery import serve_command as c; c()"]
+    args = ["--config", str(config), "--port", str(port), "--tick", "0.2"]
+    process = subprocess.Popen(
+        [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        items: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not items and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with contextlib.suppress(httpx.TransportError):
+                private = httpx.get(f"{base}/feeds/a.json", timeout=2)
+                assert private.status_code == 401
+                answer = httpx.get(
+                    f"{base}/feeds/a.json",
+                    headers={"Authorization": f"Bearer {token.output.strip()}"},
+                    timeout=2,
+                )
+                items = answer.json()["items"]
+        assert [item["title"] for item in items] == ["Pope Leo to undergo surgery for small growth"]
+        health = httpx.get(f"{base}/health", timeout=2).json()
+        assert health["scheduler"]["runs"] >= 1 and health["scheduler"]["failures"] == {}
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    assert "feed a is private and org org has no token" not in output

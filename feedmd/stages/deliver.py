@@ -1,7 +1,11 @@
-"""Deliver: each feed's kept items as JSON Feed 1.1 and Atom 1.0 files.
+"""Deliver: kept items as JSON Feed 1.1 and Atom 1.0 documents, files and webhooks.
 
-Rendering is pure (items in, document out); ``write_feed_files`` writes both documents
-atomically (temporary file, then rename), so a reader never sees half a feed.
+Rendering is pure (items in, document out) and shared by the files of a run, ``feedmd
+export``, ``feedmd serve`` and the webhook payloads, so a webhook carries exactly the item
+object of the JSON Feed. ``deliver`` is step 6 of the pipeline: it stores the configured
+visibility and webhook endpoints, rewrites the files of the feeds that gained items
+(atomically: temporary file, then rename), queues the new kept items for every endpoint of
+their feed or org, and makes one delivery pass.
 """
 
 from __future__ import annotations
@@ -10,80 +14,202 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from feedgen.feed import FeedGenerator
+from markdown_it import MarkdownIt
 
-from feedmd.stages.store import (
-    FeedInfo,
-    FeedItem,
-    Store,
-    feed_info,
-    feed_items,
-    feeds_of_items,
-    record_deliveries,
-)
+from feedmd import deliveries
+from feedmd.config import Config
+from feedmd.deliveries import FeedRow, OutputItem
+from feedmd.stages.store import Store, feeds_of_items, record_deliveries
 from feedmd.timeutil import iso, utcnow
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+FILES_TARGET = "files"
+# The newest this many items make a JSON Feed / Atom page (and a run's files); older ones
+# are reached through next_url. 100 is what the files held before pagination.
+DEFAULT_PAGE_SIZE = 100
+SUMMARY_CHARS = 300
+# An empty feed's Atom <updated>: fixed, so its ETag does not change every second.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Raw HTML in scraped Markdown is escaped, never passed through: the Markdown comes from
+# third-party pages and a reader may render content_html without sanitising it.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})
 
 
-def item_id(item: FeedItem) -> str:
-    """A stable, globally unique id for an item in every output."""
+@dataclass(frozen=True)
+class FeedMeta:
+    """What a document says about itself: title, links, and the next page if any."""
+
+    title: str
+    home_page_url: str
+    json_url: str
+    atom_url: str
+    description: str
+    next_before: int | None = None
+
+
+def feed_meta(feed: FeedRow, base_url: str) -> FeedMeta:
+    """The metadata of one feed's documents."""
+    base = base_url.rstrip("/")
+    return FeedMeta(
+        title=feed.title or feed.name,
+        home_page_url=feed.url,
+        json_url=f"{base}/feeds/{feed.name}.json",
+        atom_url=f"{base}/feeds/{feed.name}.atom",
+        description=f"De-duplicated full-text items of {feed.url}, by feedmd.",
+    )
+
+
+def org_meta(org: str, base_url: str) -> FeedMeta:
+    """The metadata of an org's documents (every feed of the org in one)."""
+    base = base_url.rstrip("/")
+    return FeedMeta(
+        title=org,
+        home_page_url=f"{base}/",
+        json_url=f"{base}/orgs/{org}.json",
+        atom_url=f"{base}/orgs/{org}.atom",
+        description=f"De-duplicated full-text items of every feed of {org}, by feedmd.",
+    )
+
+
+def page_meta(meta: FeedMeta, items: Sequence[OutputItem], page_size: int) -> FeedMeta:
+    """``meta`` with the next page set when this page is full (keyset on the last item)."""
+    if len(items) < page_size or not items:
+        return meta
+    return FeedMeta(**{**meta.__dict__, "next_before": items[-1].item_id})
+
+
+def item_id(item: OutputItem) -> str:
+    """A stable, globally unique id for an item in every output (never reused: it embeds
+    the store's item id, and items are never deleted)."""
     return f"feedmd:{item.org}:{item.feed}:{item.item_id}"
 
 
-def json_feed(feed: FeedInfo, items: Sequence[FeedItem], base_url: str) -> dict[str, Any]:
-    """Render a JSON Feed 1.1 document for a feed's kept items (newest first)."""
-    base = base_url.rstrip("/")
-    return {
-        "version": JSON_FEED_VERSION,
-        "title": feed.title or feed.name,
-        "home_page_url": feed.url,
-        "feed_url": f"{base}/feeds/{feed.name}.json",
-        "items": [_json_item(feed, item) for item in items],
-    }
+def render_html(markdown: str) -> str:
+    """The article's Markdown as HTML (CommonMark; raw HTML escaped)."""
+    return _MARKDOWN.render(markdown)
 
 
-def _json_item(feed: FeedInfo, item: FeedItem) -> dict[str, Any]:
+def _content_text(item: OutputItem) -> str:
+    return item.markdown or item.summary or item.title
+
+
+def _summary(item: OutputItem) -> str:
+    """The feed's own summary, else the article's first paragraph (not a heading)."""
+    text = item.summary or next(
+        (
+            line.strip()
+            for line in item.markdown.splitlines()
+            if len(line.split()) >= 8 and not line.lstrip().startswith(("#", "|", ">"))
+        ),
+        "",
+    )
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1].rstrip() + "…"
+
+
+def tags(item: OutputItem) -> list[str]:
+    """The source feed, and 'possible-duplicate' for items stage 2 found similar."""
+    found = [item.feed]
+    if item.verdict.tier == "similar":
+        found.append("possible-duplicate")
+    return found
+
+
+def json_item(item: OutputItem) -> dict[str, Any]:
+    """One item as a JSON Feed 1.1 item object (also the data of its webhook)."""
     document: dict[str, Any] = {
         "id": item_id(item),
         "url": item.url,
         "title": item.title,
-        "content_text": item.markdown or item.summary or item.title,
+        "content_html": render_html(_content_text(item)),
+        "content_text": _content_text(item),
         "date_published": iso(item.published),
-        "_feedmd": {
-            "canonical_item_id": item.item_id,
-            "source_feed": feed.name,
-            "also_published_by": [
-                {
-                    "publisher": dup.publisher,
-                    "url": dup.url,
-                    "title": dup.title,
-                    "rule": dup.rule,
-                    "score": dup.score,
-                    "stage": dup.stage,
-                }
-                for dup in item.also_published_by
-            ],
-        },
+        "tags": tags(item),
+        "_feedmd": _extension(item),
     }
+    summary = _summary(item)
+    if summary:
+        document["summary"] = summary
     if item.publisher:
         document["authors"] = [{"name": item.publisher}]
     return document
 
 
-def atom_feed(feed: FeedInfo, items: Sequence[FeedItem], base_url: str) -> bytes:
-    """Render an Atom 1.0 document (RFC 4287) for a feed's kept items."""
-    base = base_url.rstrip("/")
+def _extension(item: OutputItem) -> dict[str, Any]:
+    verdict = item.verdict
+    duplicate_of = verdict.possible_duplicate_of
+    return {
+        "canonical_item_id": item.item_id,
+        "entry_id": item.entry_id,
+        "org": item.org,
+        "source_feed": {"name": item.feed, "title": item.feed_title, "url": item.feed_url},
+        "also_published_by": [
+            {
+                "publisher": dup.publisher,
+                "url": dup.url,
+                "title": dup.title,
+                "rule": dup.rule,
+                "score": dup.score,
+                "stage": dup.stage,
+            }
+            for dup in item.also_published_by
+        ],
+        "verdict": {
+            "tier": verdict.tier,
+            "rule": verdict.rule,
+            "score": verdict.score,
+            "possible_duplicate_of": None
+            if duplicate_of is None
+            else {
+                "id": f"feedmd:{duplicate_of.org}:{duplicate_of.feed}:{duplicate_of.item_id}",
+                "url": duplicate_of.url,
+                "title": duplicate_of.title,
+                "publisher": duplicate_of.publisher,
+            },
+            "note": None
+            if duplicate_of is None
+            else f"possible duplicate of {duplicate_of.title!r} ({duplicate_of.publisher})",
+        },
+    }
+
+
+def json_feed(meta: FeedMeta, items: Sequence[OutputItem]) -> dict[str, Any]:
+    """A JSON Feed 1.1 document: the items newest first, ``next_url`` when there is more."""
+    document: dict[str, Any] = {
+        "version": JSON_FEED_VERSION,
+        "title": meta.title,
+        "home_page_url": meta.home_page_url,
+        "feed_url": meta.json_url,
+        "description": meta.description,
+        "items": [json_item(item) for item in items],
+    }
+    if meta.next_before is not None:
+        document["next_url"] = f"{meta.json_url}?before={meta.next_before}"
+    return document
+
+
+def json_bytes(document: dict[str, Any]) -> bytes:
+    """The JSON text as served and written (UTF-8, indented, newline-terminated)."""
+    return json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def atom_feed(meta: FeedMeta, items: Sequence[OutputItem]) -> bytes:
+    """An Atom 1.0 document (RFC 4287) with the same items, ids and full content."""
     generator = FeedGenerator()
-    generator.id(f"{base}/feeds/{feed.name}.atom")
-    generator.title(feed.title or feed.name)
-    generator.link(href=f"{base}/feeds/{feed.name}.atom", rel="self")
-    generator.link(href=feed.url, rel="alternate")
-    generator.updated(max((item.published for item in items), default=utcnow()))
+    generator.id(meta.atom_url)
+    generator.title(meta.title)
+    generator.subtitle(meta.description)
+    generator.link(href=meta.atom_url, rel="self")
+    generator.link(href=meta.home_page_url, rel="alternate")
+    if meta.next_before is not None:  # RFC 5005 paging
+        generator.link(href=f"{meta.atom_url}?before={meta.next_before}", rel="next")
+    generator.updated(max((item.stored for item in items), default=EPOCH))
     generator.generator("feedmd")
     for item in reversed(items):  # feedgen prepends: add oldest first to list newest first
         entry = generator.add_entry()
@@ -93,28 +219,31 @@ def atom_feed(feed: FeedInfo, items: Sequence[FeedItem], base_url: str) -> bytes
         entry.published(item.published)
         entry.updated(item.published)
         entry.author({"name": item.publisher or "unknown"})
-        entry.content(item.markdown or item.summary or item.title, type="text")
-    return generator.atom_str(pretty=True)
+        summary = _summary(item)
+        if summary:
+            entry.summary(summary)
+        entry.content(render_html(_content_text(item)), type="html")
+        for tag in tags(item):
+            entry.category(term=tag)
+    return bytes(generator.atom_str(pretty=True))
 
 
 def write_feed_files(
-    directory: str | os.PathLike[str], feed: FeedInfo, items: Sequence[FeedItem], base_url: str
+    directory: str | os.PathLike[str], feed: FeedRow, items: Sequence[OutputItem], base_url: str
 ) -> list[Path]:
     """Write ``<feed>.json`` and ``<feed>.atom`` into ``directory``; return their paths."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
+    meta = feed_meta(feed, base_url)
     json_path = folder / f"{feed.name}.json"
     atom_path = folder / f"{feed.name}.atom"
-    _write_atomically(
-        json_path,
-        json.dumps(json_feed(feed, items, base_url), indent=2, ensure_ascii=False).encode("utf-8")
-        + b"\n",
-    )
-    _write_atomically(atom_path, atom_feed(feed, items, base_url))
+    write_atomically(json_path, json_bytes(json_feed(meta, items)))
+    write_atomically(atom_path, atom_feed(meta, items))
     return [json_path, atom_path]
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "wb") as out:
@@ -125,11 +254,14 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-FILES_TARGET = "files"
-
-
 def publish(
-    store: Store, run_id: int, kept: Sequence[int], directory: str, base_url: str, now: datetime
+    store: Store,
+    run_id: int,
+    kept: Sequence[int],
+    directory: str,
+    base_url: str,
+    now: datetime,
+    page_size: int = DEFAULT_PAGE_SIZE,
 ) -> int:
     """Rewrite the output files of every feed that gained items and record the deliveries.
 
@@ -138,7 +270,45 @@ def publish(
     if not directory or not kept:
         return 0
     for name in feeds_of_items(store, kept):
-        info = feed_info(store, name)
-        if info is not None:
-            write_feed_files(directory, info, feed_items(store, name), base_url)
+        feed = deliveries.find_feed(store.db, name)
+        if feed is not None:
+            items = deliveries.kept_items(store.db, feed=name, limit=page_size)
+            write_feed_files(directory, feed, items, base_url)
     return record_deliveries(store, run_id, kept, FILES_TARGET, now)
+
+
+def deliver(
+    store: Store,
+    config: Config,
+    run_id: int,
+    kept: Sequence[int],
+    now: datetime,
+    output_dir: str | None = None,
+) -> int:
+    """Step 6: files, then webhooks. Returns the items newly written to files.
+
+    Webhook bookkeeping runs on the clock, not on ``now``: a replayed day (``--now``) still
+    signs with the real time, which receivers check against theirs.
+    """
+    from feedmd import webhooks  # webhooks renders with this module
+
+    sync_configuration(store, config)
+    settings = config.settings
+    page_size = int(getattr(settings, "feed_page_size", DEFAULT_PAGE_SIZE))
+    directory = output_dir or config.output.directory
+    written = publish(store, run_id, kept, directory, config.output.base_url, now, page_size)
+    policy = webhooks.policy_from(settings)
+    webhooks.enqueue_items(store.db, kept, policy, utcnow())
+    webhooks.deliver_due(store.db, policy)
+    return written
+
+
+def sync_configuration(store: Store, config: Config) -> None:
+    """Store what the configuration says about delivery: which feeds are public, and the
+    webhook endpoints (so ``feedmd serve --db`` alone keeps delivering after a restart)."""
+    from feedmd import webhooks
+
+    deliveries.set_public(
+        store.db, {feed.name: bool(getattr(feed, "public", False)) for feed in config.feeds}
+    )
+    deliveries.sync_endpoints(store.db, webhooks.endpoint_specs(config), utcnow())

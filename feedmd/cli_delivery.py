@@ -1,0 +1,344 @@
+"""The delivery commands: ``export``, ``serve``, ``tokens`` and ``deliveries``.
+
+``cli.py`` registers them on ``main``; its group turns FeedmdError into a one-line error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from feedmd import deliveries
+from feedmd.config import Config, load_config
+from feedmd.timeutil import utcnow
+
+DEFAULT_BASE_URL = "http://localhost:8000"
+
+_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="feedmd.toml to read (database, feeds, visibility, webhooks).",
+)
+_db_option = click.option(
+    "--db", help="SQLite file (overrides 'database' in the config; env FEEDMD_DATABASE)."
+)
+
+
+def _config(config_path: str | None, db: str | None) -> Config:
+    config = load_config(config_path)
+    return dataclasses.replace(config, database=db) if db else config
+
+
+def _open(config: Config, create: bool = False) -> Any:
+    """Open (and migrate) the store; a missing file is an error unless ``create``."""
+    from feedmd.db import open_store
+
+    if not create and not Path(config.database).exists():
+        raise click.ClickException(f"{config.database}: no such database (run feedmd first)")
+    return open_store(config.database)
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+
+@click.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "atom"]),
+    default="json",
+    show_default=True,
+    help="JSON Feed 1.1 or Atom 1.0.",
+)
+@click.option("--feed", help="Export this feed.")
+@click.option("--org", help="Export every feed of this org in one document.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here (atomically) instead of standard output.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--base-url", help="Base of the feed's own links (default: [output] base_url).")
+@_db_option
+@_config_option
+def export_command(
+    fmt: str,
+    feed: str | None,
+    org: str | None,
+    output: str | None,
+    limit: int,
+    base_url: str | None,
+    db: str | None,
+    config_path: str | None,
+) -> None:
+    """Write a feed's (or an org's) newest kept items as JSON Feed 1.1 or Atom 1.0.
+
+    Without --feed or --org, a store holding a single org exports that org.
+    """
+    from feedmd.stages import deliver
+
+    if feed and org:
+        raise click.UsageError("give --feed or --org, not both")
+    config = _config(config_path, db)
+    base = base_url or (config.output.base_url if config_path else DEFAULT_BASE_URL)
+    database = _open(config)
+    try:
+        orgs = deliveries.list_orgs(database)
+        if feed:
+            row = deliveries.find_feed(database, feed)
+            if row is None:
+                raise click.ClickException(f"no feed named {feed!r}")
+            meta = deliver.feed_meta(row, base)
+            items = deliveries.kept_items(database, feed=feed, limit=limit)
+        else:
+            if org is None and len(orgs) != 1:
+                raise click.UsageError(f"name --feed or --org (orgs: {', '.join(orgs) or 'none'})")
+            org = org or next(iter(orgs))
+            if org not in orgs:
+                raise click.ClickException(f"no org named {org!r}")
+            meta = deliver.org_meta(org, base)
+            items = deliveries.kept_items(database, org=org, limit=limit)
+    finally:
+        database.close()
+    meta = deliver.page_meta(meta, items, limit)
+    data = (
+        deliver.json_bytes(deliver.json_feed(meta, items))
+        if fmt == "json"
+        else deliver.atom_feed(meta, items)
+    )
+    if output:
+        deliver.write_atomically(Path(output), data)
+        click.echo(f"wrote {len(items)} items to {output}", err=True)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+
+
+# ---- serve ----------------------------------------------------------------------------------
+
+
+@click.command("serve")
+@_db_option
+@_config_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--base-url", help="Base of the links in served feeds (default: the request's).")
+@click.option(
+    "--tick",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    help="Seconds between scheduler checks for due feeds and due webhooks.",
+)
+def serve_command(
+    db: str | None,
+    config_path: str | None,
+    host: str,
+    port: int,
+    base_url: str | None,
+    tick: float,
+) -> None:
+    """Serve the feeds over HTTP and, with --config, run each feed at its poll interval.
+
+    Routes: / (landing page), /health, /feeds, /feeds/NAME.json|.atom, /orgs/NAME.json|.atom.
+    Public feeds need no token; the others need 'Authorization: Bearer TOKEN' with a token
+    of their org (feedmd tokens create). Pending webhooks keep being delivered.
+    """
+    import uvicorn
+
+    from feedmd import server, webhooks
+    from feedmd.db import connect, open_store
+    from feedmd.stages import deliver
+    from feedmd.stages.store import Store
+
+    config = _config(config_path, db)
+    store = Store(open_store(config.database))
+    try:
+        if config_path:
+            store.sync_feeds(config)
+            deliver.sync_configuration(store, config)
+        private = [f for f in deliveries.list_feeds(store.db) if not f.public]
+        for feed in private:
+            if not deliveries.token_hashes(store.db, feed.org):
+                click.echo(
+                    f"note: feed {feed.name} is private and org {feed.org} has no token "
+                    f"(feedmd tokens create --org {feed.org})",
+                    err=True,
+                )
+    finally:
+        store.db.close()
+    if config_path:
+        scheduler = server.pipeline_scheduler(config)
+    else:
+        policy = webhooks.policy_from(config.settings)
+
+        def deliver_pass() -> object:
+            database = connect(config.database)
+            try:
+                return webhooks.deliver_due(database, policy)
+            finally:
+                database.close()
+
+        scheduler = server.Scheduler(feeds=(), run_org=lambda *_: None, deliver=deliver_pass)
+    app = server.create_app(
+        config.database, base_url=base_url, scheduler=scheduler, tick_seconds=tick
+    )
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+# ---- tokens ---------------------------------------------------------------------------------
+
+
+@click.group("tokens")
+def tokens_group() -> None:
+    """Create, list and revoke the bearer tokens that open an org's private feeds."""
+
+
+@tokens_group.command("create")
+@click.option("--org", required=True, help="The org whose private feeds the token opens.")
+@click.option("--label", default="", help="A note to recognise the token by (who uses it).")
+@_db_option
+@_config_option
+def tokens_create(org: str, label: str, db: str | None, config_path: str | None) -> None:
+    """Create a token and print it once: only its SHA-256 is stored."""
+    from feedmd.stages.store import Store
+
+    config = _config(config_path, db)
+    database = _open(config, create=bool(config_path))
+    try:
+        if config_path:
+            Store(database).sync_feeds(config)
+        token = deliveries.create_token(database, org, label, utcnow())
+    finally:
+        database.close()
+    if token is None:
+        raise click.ClickException(f"no org named {org!r} in {config.database}")
+    click.echo(token)
+
+
+@tokens_group.command("list")
+@_db_option
+@_config_option
+def tokens_list(db: str | None, config_path: str | None) -> None:
+    """List tokens (id, org, label, created, revoked); the tokens themselves are not kept."""
+    database = _open(_config(config_path, db))
+    try:
+        rows = deliveries.list_tokens(database)
+    finally:
+        database.close()
+    for token_id, org, label, created, revoked in rows:
+        state = f"revoked {revoked}" if revoked else "live"
+        click.echo(f"{token_id}\t{org}\t{label or '-'}\t{created}\t{state}")
+
+
+@tokens_group.command("revoke")
+@click.argument("token_id", type=int)
+@_db_option
+@_config_option
+def tokens_revoke(token_id: int, db: str | None, config_path: str | None) -> None:
+    """Revoke a token by its id (from `feedmd tokens list`)."""
+    database = _open(_config(config_path, db))
+    try:
+        done = deliveries.revoke_token(database, token_id, utcnow())
+    finally:
+        database.close()
+    if not done:
+        raise click.ClickException(f"no live token with id {token_id}")
+    click.echo(f"revoked token {token_id}")
+
+
+# ---- deliveries -----------------------------------------------------------------------------
+
+
+@click.group("deliveries", invoke_without_command=True)
+@click.option("--status", type=click.Choice(["pending", "delivered", "failed"]))
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@_db_option
+@_config_option
+@click.pass_context
+def deliveries_group(
+    ctx: click.Context,
+    status: str | None,
+    limit: int,
+    as_json: bool,
+    db: str | None,
+    config_path: str | None,
+) -> None:
+    """List webhook endpoints and the newest deliveries with their status, attempts, next
+    attempt and last error."""
+    ctx.obj = _config(config_path, db)
+    if ctx.invoked_subcommand is not None:
+        return
+    from feedmd.webhooks import redact
+
+    database = _open(ctx.obj)
+    try:
+        endpoints = deliveries.list_endpoints(database)
+        rows = deliveries.list_deliveries(database, status, limit)
+    finally:
+        database.close()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "endpoints": [
+                        {**_plain(dataclasses.asdict(e)), "url": redact(e.url)} for e in endpoints
+                    ],
+                    "deliveries": [
+                        {**dataclasses.asdict(r), "endpoint_url": redact(r.endpoint_url)}
+                        for r in rows
+                    ],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        return
+    for e in endpoints:
+        state = f"disabled ({e.disabled_reason})" if e.disabled_at else "enabled"
+        click.echo(
+            f"endpoint {e.id} {redact(e.url)} [{e.scope} {e.scope_name}] {state}, "
+            f"{e.consecutive_failures} failures in a row"
+        )
+    for r in rows:
+        when = r.delivered_at or (f"next {r.next_attempt_at}" if r.next_attempt_at else "")
+        error = f" last error: {r.last_error}" if r.last_error else ""
+        click.echo(
+            f"{r.id}\t{r.status}\t{r.attempts} attempts\tendpoint {r.endpoint_id}\t"
+            f"{r.message_id}\t{when}\t{r.title[:60]}{error}"
+        )
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in values.items()}
+
+
+@deliveries_group.command("enable")
+@click.argument("endpoint_id", type=int)
+@click.pass_obj
+def deliveries_enable(config: Config, endpoint_id: int) -> None:
+    """Enable a disabled endpoint again: its waiting messages are due now, with a fresh
+    retry window."""
+    from feedmd.webhooks import policy_from
+
+    database = _open(config)
+    try:
+        pending = deliveries.enable_endpoint(
+            database, endpoint_id, utcnow(), policy_from(config.settings).retry_hours
+        )
+    finally:
+        database.close()
+    if pending is None:
+        raise click.ClickException(f"no endpoint with id {endpoint_id}")
+    click.echo(f"endpoint {endpoint_id} enabled; {pending} messages due now")
+
+
+COMMANDS = (export_command, serve_command, tokens_group, deliveries_group)

@@ -1,0 +1,635 @@
+"""The SQL of delivery: kept items as the outputs render them, feeds and their visibility,
+org tokens, webhook endpoints and the webhook deliveries queue.
+
+Every query of the delivery side lives here (rendering, HTTP and signing live in
+``stages/deliver.py``, ``server.py`` and ``webhooks.py``), so another backend replaces this
+module alone. Functions take the ``sqlite_utils.Database`` and write in one transaction each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlite_utils
+
+from feedmd.db import transaction
+from feedmd.stages.store import AlsoPublished
+from feedmd.timeutil import iso, parse_iso
+
+TOKEN_PREFIX = "fmd_"
+WEBHOOK_TARGET = "webhook:"
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another stored item an output item points at (a possible duplicate)."""
+
+    item_id: int
+    feed: str
+    org: str
+    url: str
+    title: str
+    publisher: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Stage 2's verdict on a kept item: 'different', 'similar' or 'no digest'."""
+
+    tier: str | None
+    rule: str | None
+    score: float | None
+    possible_duplicate_of: Related | None
+
+
+@dataclass(frozen=True)
+class OutputItem:
+    """A kept item with everything the JSON Feed, Atom and webhook outputs show."""
+
+    item_id: int
+    feed: str
+    org: str
+    feed_title: str
+    feed_url: str
+    entry_id: str
+    url: str
+    title: str
+    publisher: str
+    summary: str
+    published: datetime
+    stored: datetime
+    markdown: str
+    also_published_by: tuple[AlsoPublished, ...]
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class FeedRow:
+    """A stored feed as the server lists it."""
+
+    name: str
+    org: str
+    title: str
+    url: str
+    public: bool
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """A configured webhook endpoint: ``scope`` 'org' or 'feed', and the name of the
+    environment variable holding its ``whsec_`` secret (never the secret itself)."""
+
+    url: str
+    scope: str
+    scope_name: str
+    secret_env: str
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A stored webhook endpoint with its failure state."""
+
+    id: int
+    url: str
+    scope: str
+    scope_name: str
+    secret_env: str
+    consecutive_failures: int
+    paused_until: datetime | None
+    disabled_at: datetime | None
+    disabled_reason: str | None
+
+
+@dataclass(frozen=True)
+class PendingDelivery:
+    """One webhook message waiting for its next attempt."""
+
+    id: int
+    item_id: int
+    endpoint_id: int
+    message_id: str
+    payload: str
+    attempts: int
+    deadline: datetime
+
+
+@dataclass(frozen=True)
+class DeliveryRow:
+    """A webhook delivery as ``feedmd deliveries`` lists it."""
+
+    id: int
+    message_id: str
+    item_id: int
+    title: str
+    endpoint_id: int
+    endpoint_url: str
+    endpoint_disabled: bool
+    status: str
+    attempts: int
+    created_at: str
+    next_attempt_at: str | None
+    delivered_at: str | None
+    last_http_status: int | None
+    last_error: str | None
+
+
+# ---- feeds and items ---------------------------------------------------------------------
+
+
+def list_feeds(db: sqlite_utils.Database) -> list[FeedRow]:
+    """Every stored feed, by name."""
+    rows = db.conn.execute(
+        "SELECT f.name, o.name, f.title, f.url, f.public FROM feeds f"
+        " JOIN orgs o ON o.id = f.org_id ORDER BY f.name"
+    ).fetchall()
+    return [FeedRow(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
+
+
+def find_feed(db: sqlite_utils.Database, name: str) -> FeedRow | None:
+    """The stored feed named ``name``, or None."""
+    return next((feed for feed in list_feeds(db) if feed.name == name), None)
+
+
+def list_orgs(db: sqlite_utils.Database) -> dict[str, bool]:
+    """{org name: public}; an org's own feed is public only when all its feeds are."""
+    orgs: dict[str, bool] = {
+        row[0]: True for row in db.conn.execute("SELECT name FROM orgs ORDER BY name")
+    }
+    for feed in list_feeds(db):
+        orgs[feed.org] = orgs.get(feed.org, True) and feed.public
+    return orgs
+
+
+def set_public(db: sqlite_utils.Database, flags: Mapping[str, bool]) -> None:
+    """Store which feeds are public (from the configuration)."""
+    with transaction(db) as conn:
+        conn.executemany(
+            "UPDATE feeds SET public = ? WHERE name = ?",
+            [(int(public), name) for name, public in flags.items()],
+        )
+
+
+_ITEM_SELECT = (
+    "SELECT i.id, f.name, o.name, f.title, f.url, i.entry_id, i.url_raw, i.title_raw,"
+    " i.publisher, i.summary, i.published_at, i.fetched_at, COALESCE(b.markdown, ''),"
+    " i.evidence_json, i.rule, i.score, m.id, mf.name, mo.name, m.url_raw, m.title_raw,"
+    " m.publisher"
+    " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
+    " LEFT JOIN bodies b ON b.id = i.body_id"
+    " LEFT JOIN items m ON m.id = i.matched_item_id"
+    " LEFT JOIN feeds mf ON mf.id = m.feed_id LEFT JOIN orgs mo ON mo.id = m.org_id"
+)
+
+
+def kept_items(
+    db: sqlite_utils.Database,
+    *,
+    feed: str | None = None,
+    org: str | None = None,
+    before: int | None = None,
+    limit: int = 100,
+) -> list[OutputItem]:
+    """A page of kept items of a feed or an org, newest first.
+
+    ``before`` is the id of the last item of the previous page (keyset paging: a page
+    boundary never shifts when new items arrive, so a reader never sees an item twice).
+    """
+    where = ["i.decision = 'kept'"]
+    params: list[Any] = []
+    if feed is not None:
+        where.append("f.name = ?")
+        params.append(feed)
+    if org is not None:
+        where.append("o.name = ?")
+        params.append(org)
+    if before is not None:
+        where.append("(i.published_at, i.id) < (SELECT published_at, id FROM items WHERE id = ?)")
+        params.append(before)
+    rows = db.conn.execute(
+        f"{_ITEM_SELECT} WHERE {' AND '.join(where)}"
+        " ORDER BY i.published_at DESC, i.id DESC LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return _with_duplicates(db.conn, rows)
+
+
+def items_by_id(db: sqlite_utils.Database, item_ids: Sequence[int]) -> list[OutputItem]:
+    """The kept items among ``item_ids``, in the given order."""
+    rows = []
+    for chunk in _chunks(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        rows += db.conn.execute(
+            f"{_ITEM_SELECT} WHERE i.decision = 'kept' AND i.id IN ({marks})", chunk
+        ).fetchall()
+    order = {item_id: n for n, item_id in enumerate(item_ids)}
+    return sorted(_with_duplicates(db.conn, rows), key=lambda item: order[item.item_id])
+
+
+def _with_duplicates(conn: sqlite3.Connection, rows: list[Any]) -> list[OutputItem]:
+    also: dict[int, list[AlsoPublished]] = {row[0]: [] for row in rows}
+    for chunk in _chunks(list(also)):
+        marks = ",".join("?" * len(chunk))
+        for dup in conn.execute(
+            "SELECT matched_item_id, id, publisher, url_raw, title_raw, rule, score, stage"
+            f" FROM items WHERE decision = 'duplicate' AND matched_item_id IN ({marks})"
+            " ORDER BY published_at, id",
+            chunk,
+        ):
+            also[dup[0]].append(AlsoPublished(*dup[1:]))
+    return [_output_item(row, tuple(also[row[0]])) for row in rows]
+
+
+def _output_item(row: Any, also: tuple[AlsoPublished, ...]) -> OutputItem:
+    evidence = json.loads(row[13] or "{}")
+    tier = evidence.get("verdict")
+    similar = tier == "similar" and row[16] is not None
+    related = Related(row[16], row[17], row[18], row[19], row[20], row[21]) if similar else None
+    return OutputItem(
+        item_id=row[0],
+        feed=row[1],
+        org=row[2],
+        feed_title=row[3],
+        feed_url=row[4],
+        entry_id=row[5],
+        url=row[6],
+        title=row[7],
+        publisher=row[8],
+        summary=row[9],
+        published=parse_iso(row[10]),
+        stored=parse_iso(row[11]),
+        markdown=row[12],
+        also_published_by=also,
+        verdict=Verdict(
+            tier=tier,
+            rule=row[14] if similar else None,
+            score=row[15] if similar else None,
+            possible_duplicate_of=related,
+        ),
+    )
+
+
+# ---- tokens -------------------------------------------------------------------------------
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a bearer token (SHA-256, hex)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def create_token(db: sqlite_utils.Database, org: str, label: str, now: datetime) -> str | None:
+    """Create a bearer token for ``org`` and return it (the only time it is visible), or
+    None when the org is not in the store."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction(db) as conn:
+        row = conn.execute("SELECT id FROM orgs WHERE name = ?", (org,)).fetchone()
+        if row is None:
+            return None
+        conn.execute(
+            "INSERT INTO org_tokens (org_id, token_hash, label, created_at) VALUES (?, ?, ?, ?)",
+            (row[0], hash_token(token), label, iso(now)),
+        )
+    return token
+
+
+def token_hashes(db: sqlite_utils.Database, org: str) -> list[str]:
+    """The hashes of the org's live (not revoked) tokens."""
+    return [
+        row[0]
+        for row in db.conn.execute(
+            "SELECT t.token_hash FROM org_tokens t JOIN orgs o ON o.id = t.org_id"
+            " WHERE o.name = ? AND t.revoked_at IS NULL",
+            (org,),
+        )
+    ]
+
+
+def list_tokens(db: sqlite_utils.Database) -> list[tuple[int, str, str, str, str | None]]:
+    """(id, org, label, created_at, revoked_at) of every token; never the token."""
+    return db.conn.execute(
+        "SELECT t.id, o.name, t.label, t.created_at, t.revoked_at FROM org_tokens t"
+        " JOIN orgs o ON o.id = t.org_id ORDER BY t.id"
+    ).fetchall()
+
+
+def revoke_token(db: sqlite_utils.Database, token_id: int, now: datetime) -> bool:
+    """Revoke a token by id; False when there is no such live token."""
+    with transaction(db) as conn:
+        cursor = conn.execute(
+            "UPDATE org_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            (iso(now), token_id),
+        )
+        return cursor.rowcount > 0
+
+
+# ---- webhook endpoints --------------------------------------------------------------------
+
+_ENDPOINT_SELECT = (
+    "SELECT id, url, scope, scope_name, secret_env, consecutive_failures, paused_until,"
+    " disabled_at, disabled_reason FROM webhook_endpoints"
+)
+REMOVED_REASON = "removed from the configuration"
+
+
+def _endpoint(row: Any) -> Endpoint:
+    return Endpoint(
+        id=row[0],
+        url=row[1],
+        scope=row[2],
+        scope_name=row[3],
+        secret_env=row[4],
+        consecutive_failures=row[5],
+        paused_until=parse_iso(row[6]) if row[6] else None,
+        disabled_at=parse_iso(row[7]) if row[7] else None,
+        disabled_reason=row[8],
+    )
+
+
+def add_endpoint(db: sqlite_utils.Database, spec: EndpointSpec, now: datetime) -> Endpoint:
+    """Create or update an endpoint (its secret variable may change); return it.
+
+    An endpoint that was removed from the configuration and comes back is enabled again.
+    """
+    with transaction(db) as conn:
+        conn.execute(
+            "INSERT INTO webhook_endpoints (url, scope, scope_name, secret_env, created_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(url, scope, scope_name) DO UPDATE SET"
+            " secret_env = excluded.secret_env",
+            (spec.url, spec.scope, spec.scope_name, spec.secret_env, iso(now)),
+        )
+        conn.execute(
+            "UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL"
+            " WHERE url = ? AND scope = ? AND scope_name = ? AND disabled_reason = ?",
+            (spec.url, spec.scope, spec.scope_name, REMOVED_REASON),
+        )
+        row = conn.execute(
+            f"{_ENDPOINT_SELECT} WHERE url = ? AND scope = ? AND scope_name = ?",
+            (spec.url, spec.scope, spec.scope_name),
+        ).fetchone()
+    return _endpoint(row)
+
+
+def sync_endpoints(
+    db: sqlite_utils.Database, specs: Iterable[EndpointSpec], now: datetime
+) -> list[Endpoint]:
+    """Make the stored endpoints match the configuration: add new ones, disable those no
+    longer configured (their pending messages stay, and resume if the endpoint returns)."""
+    kept = [add_endpoint(db, spec, now) for spec in specs]
+    keep_ids = {endpoint.id for endpoint in kept}
+    with transaction(db) as conn:
+        for endpoint in list_endpoints(db):
+            if endpoint.id not in keep_ids and endpoint.disabled_at is None:
+                conn.execute(
+                    "UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?"
+                    " WHERE id = ?",
+                    (iso(now), REMOVED_REASON, endpoint.id),
+                )
+    return kept
+
+
+def list_endpoints(db: sqlite_utils.Database) -> list[Endpoint]:
+    """Every stored endpoint, enabled or not."""
+    return [_endpoint(row) for row in db.conn.execute(f"{_ENDPOINT_SELECT} ORDER BY id")]
+
+
+def ready_endpoints(db: sqlite_utils.Database, now: datetime) -> list[Endpoint]:
+    """Enabled endpoints not paused after a failure, with a message due."""
+    rows = db.conn.execute(
+        f"{_ENDPOINT_SELECT} WHERE disabled_at IS NULL"
+        " AND (paused_until IS NULL OR paused_until <= ?)"
+        " AND id IN (SELECT endpoint_id FROM deliveries WHERE status = 'pending'"
+        " AND next_attempt_at <= ?) ORDER BY id",
+        (iso(now), iso(now)),
+    ).fetchall()
+    return [_endpoint(row) for row in rows]
+
+
+def enable_endpoint(
+    db: sqlite_utils.Database, endpoint_id: int, now: datetime, retry_hours: float
+) -> int | None:
+    """Enable an endpoint again; its pending messages are due now with a fresh retry
+    window. Returns how many messages are pending, or None for an unknown endpoint."""
+    with transaction(db) as conn:
+        cursor = conn.execute(
+            "UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL,"
+            " consecutive_failures = 0, paused_until = NULL WHERE id = ?",
+            (endpoint_id,),
+        )
+        if cursor.rowcount == 0:
+            return None
+        cursor = conn.execute(
+            "UPDATE deliveries SET next_attempt_at = ?, deadline_at = ?"
+            " WHERE endpoint_id = ? AND status = 'pending'",
+            (iso(now), iso(now + timedelta(hours=retry_hours)), endpoint_id),
+        )
+        return cursor.rowcount
+
+
+def record_endpoint_success(db: sqlite_utils.Database, endpoint_id: int) -> None:
+    """A delivery worked: the endpoint's run of failures ends."""
+    with transaction(db) as conn:
+        conn.execute(
+            "UPDATE webhook_endpoints SET consecutive_failures = 0, paused_until = NULL"
+            " WHERE id = ?",
+            (endpoint_id,),
+        )
+
+
+def record_endpoint_failure(
+    db: sqlite_utils.Database,
+    endpoint_id: int,
+    paused_until: datetime,
+    disable_after: int,
+    now: datetime,
+) -> bool:
+    """Count a failed attempt against the endpoint, pause it, and disable it when the run
+    of failures reaches ``disable_after``. Returns True when it was disabled now."""
+    with transaction(db) as conn:
+        conn.execute(
+            "UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,"
+            " paused_until = ? WHERE id = ?",
+            (iso(paused_until), endpoint_id),
+        )
+        failures = conn.execute(
+            "SELECT consecutive_failures FROM webhook_endpoints WHERE id = ?", (endpoint_id,)
+        ).fetchone()[0]
+        if failures < disable_after:
+            return False
+        conn.execute(
+            "UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ? WHERE id = ?",
+            (iso(now), f"{failures} consecutive failed attempts", endpoint_id),
+        )
+        return True
+
+
+# ---- webhook deliveries -------------------------------------------------------------------
+
+
+def endpoints_for_items(db: sqlite_utils.Database, item_ids: Sequence[int]) -> dict[int, list[int]]:
+    """{item id: ids of the endpoints (of its feed or its org) that should receive it}."""
+    targets: dict[int, list[int]] = {}
+    for chunk in _chunks(list(item_ids)):
+        marks = ",".join("?" * len(chunk))
+        for item_id, endpoint_id in db.conn.execute(
+            "SELECT i.id, e.id FROM items i JOIN feeds f ON f.id = i.feed_id"
+            " JOIN orgs o ON o.id = i.org_id JOIN webhook_endpoints e"
+            " ON (e.scope = 'feed' AND e.scope_name = f.name)"
+            " OR (e.scope = 'org' AND e.scope_name = o.name)"
+            f" WHERE i.id IN ({marks}) AND i.decision = 'kept'"
+            " AND COALESCE(e.disabled_reason, '') != ? ORDER BY i.id, e.id",
+            (*chunk, REMOVED_REASON),
+        ):
+            targets.setdefault(item_id, []).append(endpoint_id)
+    return targets
+
+
+def enqueue(
+    db: sqlite_utils.Database,
+    messages: Iterable[tuple[int, int, str, str]],
+    now: datetime,
+    retry_hours: float,
+) -> int:
+    """Queue (item id, endpoint id, message id, payload) messages, due now; an item is
+    queued once per endpoint, ever. Returns how many were new."""
+    rows = [
+        (item_id, f"{WEBHOOK_TARGET}{endpoint_id}", endpoint_id, message_id, payload)
+        for item_id, endpoint_id, message_id, payload in messages
+    ]
+    created, deadline = iso(now), iso(now + timedelta(hours=retry_hours))
+    with transaction(db) as conn:
+        before = conn.total_changes
+        conn.executemany(
+            "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
+            " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at)"
+            " SELECT ?1, run_id, ?2, 'pending', 0, ?6, ?3, ?4, ?5, ?6, ?7"
+            " FROM items WHERE id = ?1",
+            [(*row, created, deadline) for row in rows],
+        )
+        return conn.total_changes - before
+
+
+def due_deliveries(
+    db: sqlite_utils.Database, endpoint_id: int, now: datetime, limit: int
+) -> list[PendingDelivery]:
+    """The endpoint's messages due now, oldest first."""
+    rows = db.conn.execute(
+        "SELECT id, item_id, endpoint_id, message_id, payload, attempts, deadline_at"
+        " FROM deliveries WHERE endpoint_id = ? AND status = 'pending'"
+        " AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+        (endpoint_id, iso(now), limit),
+    ).fetchall()
+    return [
+        PendingDelivery(
+            id=row[0],
+            item_id=row[1],
+            endpoint_id=row[2],
+            message_id=row[3],
+            payload=row[4],
+            attempts=row[5],
+            deadline=parse_iso(row[6]),
+        )
+        for row in rows
+    ]
+
+
+def claim(db: sqlite_utils.Database, delivery_id: int, now: datetime, until: datetime) -> bool:
+    """Lease a due message until ``until`` before sending it, so a second delivery pass (the
+    scheduler's beside a run's) skips it; a crash mid-attempt only delays it to ``until``."""
+    with transaction(db) as conn:
+        cursor = conn.execute(
+            "UPDATE deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending'"
+            " AND next_attempt_at <= ?",
+            (iso(until), delivery_id, iso(now)),
+        )
+        return cursor.rowcount == 1
+
+
+def record_delivered(
+    db: sqlite_utils.Database, delivery_id: int, http_status: int, now: datetime
+) -> None:
+    """The receiver answered 2xx: the message is delivered."""
+    with transaction(db) as conn:
+        conn.execute(
+            "UPDATE deliveries SET status = 'delivered', attempts = attempts + 1,"
+            " delivered_at = ?, last_attempt_at = ?, last_http_status = ?, last_error = NULL,"
+            " next_attempt_at = NULL WHERE id = ?",
+            (iso(now), iso(now), http_status, delivery_id),
+        )
+
+
+def record_failed_attempt(
+    db: sqlite_utils.Database,
+    delivery_id: int,
+    http_status: int | None,
+    error: str,
+    now: datetime,
+    next_attempt: datetime | None,
+) -> None:
+    """Record a failed attempt: retried at ``next_attempt``, or given up on (None)."""
+    status = "pending" if next_attempt is not None else "failed"
+    with transaction(db) as conn:
+        conn.execute(
+            "UPDATE deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?,"
+            " last_http_status = ?, last_error = ?, next_attempt_at = ? WHERE id = ?",
+            (
+                status,
+                iso(now),
+                http_status,
+                error[:500],
+                iso(next_attempt) if next_attempt else None,
+                delivery_id,
+            ),
+        )
+
+
+def pending_count(db: sqlite_utils.Database) -> int:
+    """How many webhook messages wait for an attempt."""
+    row = db.conn.execute(
+        "SELECT COUNT(*) FROM deliveries WHERE endpoint_id IS NOT NULL AND status = 'pending'"
+    ).fetchone()
+    return int(row[0])
+
+
+def list_deliveries(
+    db: sqlite_utils.Database, status: str | None = None, limit: int = 100
+) -> list[DeliveryRow]:
+    """The newest webhook deliveries (of one status), with their endpoint's state."""
+    rows = db.conn.execute(
+        "SELECT d.id, d.message_id, d.item_id, i.title_raw, e.id, e.url,"
+        " e.disabled_at IS NOT NULL, d.status, d.attempts, d.created_at, d.next_attempt_at,"
+        " d.delivered_at, d.last_http_status, d.last_error"
+        " FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id"
+        " JOIN items i ON i.id = d.item_id"
+        " WHERE (?1 IS NULL OR d.status = ?1) ORDER BY d.id DESC LIMIT ?2",
+        (status, limit),
+    ).fetchall()
+    return [
+        DeliveryRow(
+            id=row[0],
+            message_id=row[1],
+            item_id=row[2],
+            title=row[3],
+            endpoint_id=row[4],
+            endpoint_url=row[5],
+            endpoint_disabled=bool(row[6]),
+            status=row[7],
+            attempts=row[8],
+            created_at=row[9],
+            next_attempt_at=row[10],
+            delivered_at=row[11],
+            last_http_status=row[12],
+            last_error=row[13],
+        )
+        for row in rows
+    ]
+
+
+def _chunks(values: list[int], size: int = 500) -> Iterable[list[int]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
