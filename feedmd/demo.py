@@ -18,6 +18,7 @@ from typing import Any
 
 from feedmd.config import Config, OutputConfig, load_config
 from feedmd.db import open_store
+from feedmd.errors import ConfigError
 from feedmd.fixture_server import FixtureServer
 from feedmd.pipeline import run
 from feedmd.report import RunReport
@@ -27,6 +28,8 @@ from feedmd.timeutil import parse_iso
 from feedmd.webhooks import redact, send_all_kept
 
 DEMO_CONFIG = "demo.toml"
+# Marks an --out folder as the demo's, so the demo never deletes a database it did not make.
+DEMO_MARKER = ".feedmd-demo"
 # The fixture day is 2026-10-12; the first run happens at its end, the second two hours on.
 FIRST_RUN_AT = parse_iso("2026-10-12T20:00:00Z")
 SECOND_RUN_AT = parse_iso("2026-10-12T22:00:00Z")
@@ -69,6 +72,13 @@ def run_demo(
     fixtures = fixtures or data_dir("fixtures")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / DEMO_MARKER
+    if (folder / "feedmd.db").exists() and not marker.exists():
+        raise ConfigError(
+            f"{folder / 'feedmd.db'} exists and was not made by feedmd demo; "
+            "the demo recreates its database: choose another --out"
+        )
+    marker.write_text("This folder holds feedmd demo output; the demo recreates it.\n")
     for suffix in ("", "-wal", "-shm"):
         (folder / f"feedmd.db{suffix}").unlink(missing_ok=True)
     with FixtureServer(fixtures) as server:

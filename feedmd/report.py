@@ -95,8 +95,12 @@ def build_report(
 ) -> RunReport:
     """Count a run's outcome from the stages' results."""
     final = {c.key: stage2.get(c.key) or stage1.decisions[c.key] for c in stage1.candidates}
-    dropped1 = Counter(d.rule or "" for d in stage1.decisions.values() if d.decision == "duplicate")
-    dropped2 = Counter(d.rule or "" for d in stage2.values() if d.decision == "duplicate")
+    dropped1 = Counter(
+        d.rule or "" for d in final.values() if d.decision == "duplicate" and d.stage == "stage1"
+    )
+    dropped2 = Counter(
+        d.rule or "" for d in final.values() if d.decision == "duplicate" and d.stage == "stage2"
+    )
     failed = [d for d in final.values() if d.decision == "failed"]
     titles = {c.key: c.entry.title for c in stage1.candidates}
     kept = [d for d in final.values() if d.decision == "kept"]

@@ -143,3 +143,11 @@ def test_demo_command_prints_both_reports(tmp_path: Path) -> None:
     assert "run 1 as of 2026-10-12T20:00:00Z: partial" in result.output
     assert "run 2 as of 2026-10-12T22:00:00Z: ok" in result.output
     assert (tmp_path / "d" / "feedmd.db").exists()
+
+
+def test_demo_never_deletes_a_database_it_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "feedmd.db").write_bytes(b"production data")
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "was not made by feedmd demo" in result.output
+    assert (tmp_path / "feedmd.db").read_bytes() == b"production data"

@@ -83,7 +83,8 @@ def compare_pages(a: Page, b: Page, settings: Settings) -> dict[str, Any]:
         "verdict": verdict.tier,
         "decided_by": verdict.rule,
         "tlsh_distance": verdict.tlsh_distance,
-        "containment": None if verdict.containment is None else round(verdict.containment, 4),
+        # the exact score, also when the candidate index offered no candidate
+        "containment": round(float(containment(unpack(a.shingles), unpack(b.shingles))), 4),
     }
 
 
@@ -102,10 +103,6 @@ def _judge_pair(a: Page, b: Page, settings: Settings) -> BodyVerdict:
         and (verdict.tlsh_distance or 0) > settings.similar_tlsh_distance
     ):
         verdict = dataclasses.replace(verdict, tier="different", rule=None)
-    if verdict.containment is None:
-        # no shared sampled shingle, so the index offered no candidate: report the exact score
-        exact = float(containment(unpack(a.shingles), unpack(b.shingles)))
-        verdict = dataclasses.replace(verdict, containment=exact)
     return verdict
 
 

@@ -141,12 +141,14 @@ class CjkMatch:
 
 
 def weighted_jaccard(a: frozenset[str], b: frozenset[str], stats: GramStats) -> float:
-    """Sum of IDF weights of the shared grams over the sum over all grams."""
+    """Sum of IDF weights of the shared grams over the sum over all grams. ``math.fsum`` is
+    exact, so the score does not depend on the set's iteration order (which changes with
+    the process's hash seed): a replay decides the same way."""
     union = a | b
     if not union:
         return 0.0
-    total = sum(stats.weight(g) for g in union)
-    return sum(stats.weight(g) for g in a & b) / total
+    total = math.fsum(stats.weight(g) for g in union)
+    return math.fsum(stats.weight(g) for g in a & b) / total
 
 
 def match_cjk(
@@ -162,8 +164,8 @@ def match_cjk(
         return None
     score = weighted_jaccard(a_grams, b_grams, stats)
     limit = as_fraction(threshold)
-    # the score is a float sum of logs; compare with the exact threshold on a fixed grid so
-    # the boundary case is decided the same way on every platform
+    # the score is a sum of logs (exactly rounded by fsum); compared on a fixed grid of 1e-6
+    # against the threshold as the exact decimal written
     if Fraction(round(score * 1_000_000), 1_000_000) < limit:
         return None
     return CjkMatch(

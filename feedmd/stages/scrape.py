@@ -22,7 +22,7 @@ from feedmd.models import Page
 from feedmd.stages.bodies import pack, shingle_hashes
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
-from feedmd.stages.stage1 import Candidate
+from feedmd.stages.stage1 import Candidate, Stage1Result
 from feedmd.stages.urls import host_of
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
@@ -212,3 +212,32 @@ def without_furniture(
         if furniture:
             out[key] = replace(fingerprint(page, settings, furniture), line_keys=page.line_keys)
     return out
+
+
+def settle(
+    first: Stage1Result,
+    pages: dict[PageKey, Page],
+    redecide: Callable[[frozenset[str]], Stage1Result],
+    fetch: Callable[[Sequence[Candidate]], dict[PageKey, Page]],
+    rounds: int = 3,
+) -> tuple[Stage1Result, dict[PageKey, Page]]:
+    """When a kept entry's page failed, the entries stage 1 dropped as its copies would be
+    lost with it (and it is recorded as failed). So stage 1 decides again with the failed
+    entries as no one's match, and the entries that now survive are scraped; a few rounds
+    at most, each fetching only pages not fetched yet."""
+    unavailable: frozenset[str] = frozenset()
+    for _ in range(rounds):
+        failed = frozenset(
+            c.key for c in first.survivors if pages[(c.entry.org, c.page_key)].status == "failed"
+        )
+        orphaned = any(
+            d.matched is not None and d.matched.batch_key in failed
+            for d in first.decisions.values()
+        )
+        if not orphaned or failed <= unavailable:
+            break
+        unavailable |= failed
+        first = redecide(unavailable)
+        missing = [c for c in first.survivors if (c.entry.org, c.page_key) not in pages]
+        pages = {**pages, **fetch(missing)}
+    return first, pages

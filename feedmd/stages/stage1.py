@@ -219,10 +219,14 @@ def decide(
     known: Iterable[tuple[str, str]],
     settings: Settings,
     now: datetime,
+    unavailable: frozenset[str] = frozenset(),
 ) -> Stage1Result:
     """Decide every entry of the run on metadata alone (see the module docstring).
 
     ``known`` lists (feed, entry_id) pairs already in the store: those entries are not new.
+    ``unavailable`` lists entries (by key) whose page could not be fetched in this run: they
+    still go on (to be recorded as failed) but no other entry is matched against them, so
+    their copies are not lost with them (``scrape.settle``).
     """
     known_keys = set(known)
     seen_before = [e for e in entries if (e.feed, e.entry_id) in known_keys]
@@ -267,7 +271,8 @@ def decide(
             decision = Decision(
                 key=candidate.key, stage="stage1", decision="kept", evidence=evidence
             )
-            memory.remember(candidate, scope)
+            if candidate.key not in unavailable:
+                memory.remember(candidate, scope)
         result.decisions[candidate.key] = decision
     _follow_replacements(result, replaced)
     return result

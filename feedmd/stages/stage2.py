@@ -19,6 +19,7 @@ bodies of the window and scope and with the earlier kept survivors of this run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 from feedmd.config import Settings
 from feedmd.models import Decision, Match, Page, WindowSnapshot
 from feedmd.stages.bodies import ShingleIndex, reaches, unpack
-from feedmd.stages.stage1 import Candidate, scope_key
+from feedmd.stages.stage1 import Candidate, Stage1Result, scope_key
 from feedmd.stages.tlsh_index import TlshIndex
 
 
@@ -221,3 +222,26 @@ def _decision(
             evidence=evidence,
         )
     return Decision(key=candidate.key, stage="stage2", decision="kept", evidence=evidence)
+
+
+def finalize(first: Stage1Result, second: Mapping[str, Decision]) -> dict[str, Decision]:
+    """Every candidate's final decision, with each duplicate pointing at a kept item: when
+    stage 1 dropped Y as a copy of X from this run and stage 2 then dropped X as a reprint
+    of Z, Y points at Z (and says it came through X)."""
+    final = {c.key: second.get(c.key) or first.decisions[c.key] for c in first.candidates}
+    for key, decision in list(final.items()):
+        target = decision.matched
+        via: list[str] = []
+        while (
+            target is not None
+            and target.batch_key is not None
+            and final[target.batch_key].decision == "duplicate"
+            and target.batch_key not in via
+        ):
+            via.append(target.batch_key)
+            target = final[target.batch_key].matched
+        if via:
+            final[key] = dataclasses.replace(
+                decision, matched=target, evidence={**decision.evidence, "matched_through": via}
+            )
+    return final
