@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print the figures."""
     survivors = _survivors(_pages())
     with FixtureServer(FIXTURES, latency_seconds=args.latency) as server:
-        concurrent = Settings(proxy=server.proxy_url)
+        concurrent = Settings(proxy=server.proxy_url, allow_private_addresses=True)
         sequential = dataclasses.replace(
             concurrent, fetch_concurrency=1, fetch_concurrency_per_host=1
         )

@@ -136,7 +136,7 @@ def run_command(
     """
     from feedmd.db import open_store
     from feedmd.pipeline import run
-    from feedmd.stages.store import Store
+    from feedmd.stages.store import RunLeaseHeld, Store
 
     config = _load(config_path, _settings_from(kwargs), db)
     if not config.feeds:
@@ -150,6 +150,9 @@ def run_command(
     store = Store(open_store(config.database))
     try:
         report = run(store, config, now=now, force=force, output_dir=out, on_page=_progress())
+    except RunLeaseHeld as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
     finally:
         store.db.close()
     _print_report(report, as_json)

@@ -233,6 +233,54 @@ class Settings:
         minimum=1,
     )
 
+    # --- safety limits (SECURITY.md) ---
+    allow_private_addresses: bool = _setting(
+        False,
+        "Connect to loopback, private, link-local, multicast, reserved and unspecified "
+        "addresses (and to a proxy on one). Off: feed URLs come from strangers and could point "
+        "feedmd at 169.254.169.254 or a service on localhost. The demo and the tests that use "
+        "the loopback fixture server turn it on.",
+    )
+    max_decompressed_bytes: int = _setting(
+        20_000_000,
+        "A gzip or deflate body that decodes to more than this is abandoned while decoding, "
+        "so a compression bomb (zeros compress 1000:1) costs at most this much memory. 20 MB: "
+        "four times max_response_bytes; the largest of the 111 eval pages is 1.09 MB.",
+        minimum=1024,
+    )
+    max_entries_per_feed: int = _setting(
+        1000,
+        "Entries read from one feed document (the first listed; the rest are counted and "
+        "left out). Google News searches list at most 100, Google Alerts 20: a feed listing "
+        "more is broken or hostile.",
+        minimum=1,
+    )
+    max_title_chars: int = _setting(
+        2000,
+        "Titles are cut to this many characters: real headlines are under 300, and a 50 MB "
+        "title must not reach the headline index.",
+        minimum=20,
+    )
+    max_url_chars: int = _setting(
+        8192,
+        "An entry link, or a URL to request (redirects included), longer than this is "
+        "refused (RFC 9110 asks for at least 8000 octets; CDNs cap around 8 KB).",
+        minimum=256,
+    )
+    run_lease_seconds: float = _setting(
+        600.0,
+        "How long a run's lease on its orgs lasts unless renewed; a live run renews it every "
+        "third of this. A run killed on this host is taken over at once (its process is "
+        "gone); on another host, after this.",
+        minimum=5,
+    )
+    run_lease_wait_seconds: float = _setting(
+        60.0,
+        "How long a run waits for another run of the same orgs before giving up with exit "
+        "code 4 (0: give up at once).",
+        minimum=0,
+    )
+
     # --- prose and stage 2 (seed 003 rules as written) ---
     prose_min_words: int = _setting(
         12,
@@ -322,8 +370,11 @@ class Settings:
     )
 
     def describe(self) -> dict[str, Any]:
-        """Return the settings as a plain dict (stored with every run for replay)."""
-        return dataclasses.asdict(self)
+        """Return the settings as a plain dict (stored with every run for replay), with any
+        password in the proxy URL masked: runs and `feedmd settings` must not leak it."""
+        values = dataclasses.asdict(self)
+        values["proxy"] = redact_password(values["proxy"])
+        return values
 
 
 @dataclass(frozen=True)
@@ -378,6 +429,11 @@ class Config:
 SETTING_FIELDS: dict[str, dataclasses.Field[Any]] = {
     f.name: f for f in dataclasses.fields(Settings)
 }
+
+
+def redact_password(url: str) -> str:
+    """``http://user:secret@proxy:3128`` -> ``http://user:***@proxy:3128``."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@/]*@", r"\1***@", url, flags=re.I)
 
 
 def coerce_setting(name: str, raw: Any, origin: str) -> Any:

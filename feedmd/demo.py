@@ -50,7 +50,8 @@ def demo_config(
 ) -> Config:
     """The demo's configuration: ``fixtures/demo.toml`` pointed at the fixture server."""
     config = load_config(fixtures / DEMO_CONFIG, environ={}, overrides=overrides)
-    settings = dataclasses.replace(config.settings, proxy=proxy)
+    # the fixture server is on loopback: the demo allows private addresses explicitly
+    settings = dataclasses.replace(config.settings, proxy=proxy, allow_private_addresses=True)
     return dataclasses.replace(
         config,
         settings=settings,

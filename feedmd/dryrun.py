@@ -2,8 +2,8 @@
 
 Users ask for a "preview filter" before they trust a dedup rule. The dry run works on a
 temporary copy of the store (SQLite's online backup), so it sees the real window and
-history, runs the real pipeline, and the copy is thrown away: the real store, the output
-files and the webhook endpoints are not touched.
+history, runs the real pipeline without its delivery step, and the copy is thrown away:
+the real store, the output files and the webhook endpoints are not touched.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def dry_run(config: Config, now: datetime | None = None, force: bool = False) ->
             database=str(copy),
             output=OutputConfig(directory="", base_url=config.output.base_url),
         )
-        for name in ("webhooks",):  # delivery endpoints, when configured, stay untouched
-            if hasattr(quiet, name):
-                quiet = dataclasses.replace(quiet, **{name: ()})
+        quiet = dataclasses.replace(quiet, webhooks=())
         store = Store(open_store(copy))
         try:
-            report = run(store, quiet, now=now, force=force)
+            # the copy's leases belong to runs of the real store: not ours to wait for
+            store.conn.execute("DELETE FROM run_leases")
+            report = run(store, quiet, now=now, force=force, deliver_outputs=False)
             dropped = _dropped(store, report.run_id)
         finally:
             store.db.close()

@@ -68,6 +68,7 @@ class FeedResult:
     skipped_old: int = 0
     repeated_in_feed: int = 0
     invalid: int = 0
+    over_limit: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,23 @@
 """The conductor: one run of every due feed, as six numbered steps.
 
-1. fetch    due feeds -> entries (conditional GET, links resolved, old entries skipped)
+1. fetch    due feeds -> entries (conditional GET, redirect links resolved, with the
+            store's cache of resolutions; old entries skipped)
 2. stage 1  entries + the window snapshot -> decisions on metadata alone (window bodies
             fingerprinted under other prose settings are fingerprinted again first, from
             their stored Markdown)
-3. scrape   stage-1 survivors only -> pages, Markdown, prose, digests
-4. stage 2  survivors + pages + the window snapshot -> decisions on bodies
+3. scrape   stage-1 survivors only -> pages, Markdown, prose, digests (pages reused within
+            the org, a host's furniture lines left out; when a kept entry's page fails,
+            stage 1 decides its copies again so the story is not lost)
+4. stage 2  survivors + pages + the window snapshot -> decisions on bodies; every
+            duplicate then points at a kept item
 5. store    one transaction: items, bodies, feed state
-6. deliver  each touched feed's JSON Feed and Atom files
+6. deliver  each touched feed's JSON Feed and Atom files, then webhooks
 
-The steps own all the logic; this module only calls them in order and times them.
+``run`` only calls the steps in order and times them; each ``_step`` function below is the
+glue between a stage and the store. The run holds a lease on its orgs from start to end
+(``Store.run_lease``): a second run of the same orgs waits for it or stops with
+RunLeaseHeld, and a run killed half-way is found by the next one, which marks it abandoned
+and delivers in step 6 the items it had stored but not delivered.
 """
 
 from __future__ import annotations
@@ -19,11 +27,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
-from feedmd.config import Config
+from feedmd.config import Config, Settings
+from feedmd.models import Entry, FeedResult, Page, WindowSnapshot
 from feedmd.report import RunReport, build_report
 from feedmd.stages import deliver, fetch, scrape, stage1, stage2
+from feedmd.stages.stage1 import Stage1Result
 from feedmd.stages.store import Store
 from feedmd.timeutil import iso, utcnow
+
+PageKey = tuple[str, str]
 
 
 class _Timer:
@@ -47,54 +59,96 @@ def run(
     force: bool = False,
     output_dir: str | None = None,
     on_page: Callable[[int, int], None] | None = None,
+    deliver_outputs: bool = True,
 ) -> RunReport:
     """Run every due feed once (all feeds with ``force``) and return the run report.
 
     ``now`` is the time windows are measured from (default: the clock); replaying an
-    archived day passes that day's time.
+    archived day passes that day's time. It is cut to whole seconds, as it is stored, so
+    a replay measures windows exactly as the run did. ``deliver_outputs=False`` skips
+    step 6 (the dry run).
     """
-    now = now or utcnow()
+    now = (now or utcnow()).replace(microsecond=0)
     settings = config.settings
     store.sync_feeds(config)
-    run_id = store.start_run(now, utcnow(), settings)
-    timer = _Timer()
-    try:
-        feeds = fetch.due_feeds(store.feed_specs(f.name for f in config.feeds), now, force)
-        with timer.step("fetch"):
-            fetched = fetch.fetch_feeds(feeds, settings, now)
-            entries = [entry for result in fetched for entry in result.entries]
-            cached = store.cached_resolutions(fetch.links_to_resolve(entries))
-            entries, learned = fetch.resolve_entries(entries, cached, settings)
-            store.save_resolutions(learned, now)
-        with timer.step("stage1"):
-            stale = store.stale_bodies(settings, now)
-            store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
-            snapshot = store.snapshot(entries, settings, now)
-            first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
-        with timer.step("scrape"):
-            keys = scrape.page_keys(first.survivors)
-            known = store.known_pages(keys, settings)
-            elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
-            pages = scrape.scrape(first.survivors, known, settings, on_page, elsewhere)
-            pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
-        with timer.step("stage2"):
-            second = stage2.decide(first.survivors, pages, snapshot, settings, now)
-        with timer.step("store"):
-            stored = store.persist(run_id, fetched, first, pages, second, settings, now)
-        with timer.step("deliver"):
-            delivered = deliver.publish(
-                store,
-                run_id,
-                stored.kept,
-                output_dir or config.output.directory,
-                config.output.base_url,
-                now,
+    with store.run_lease(config.orgs, now, settings) as lease:
+        run_id = lease.run_id
+        timer = _Timer()
+        try:
+            with timer.step("fetch"):  # 1
+                fetched, entries = _fetch(store, config, now, force)
+            with timer.step("stage1"):  # 2
+                snapshot, first = _stage1(store, entries, settings, now)
+            with timer.step("scrape"):  # 3
+                first, pages = _scrape(store, entries, snapshot, first, settings, now, on_page)
+            with timer.step("stage2"):  # 4
+                final = stage2.finalize(
+                    first, stage2.decide(first.survivors, pages, snapshot, settings, now)
+                )
+            with timer.step("store"):  # 5
+                stored = store.persist(run_id, fetched, first, pages, final, settings, now)
+            with timer.step("deliver"):  # 6
+                items = [*lease.recovered_items, *stored.kept]
+                delivered = (
+                    deliver.deliver(store, config, run_id, items, now, output_dir=output_dir)
+                    if deliver_outputs
+                    else 0
+                )
+            report = build_report(
+                run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )
-        report = build_report(
-            run_id, iso(now), fetched, first, pages, second, delivered, timer.seconds
-        )
-    except BaseException as exc:
-        store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")
-        raise
-    store.finish_run(run_id, utcnow(), report.status, report.as_dict())
+        except BaseException as exc:
+            store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")
+            raise
+        store.finish_run(run_id, utcnow(), report.status, report.as_dict())
     return report
+
+
+def _fetch(
+    store: Store, config: Config, now: datetime, force: bool
+) -> tuple[list[FeedResult], list[Entry]]:
+    """Step 1: fetch the due feeds and resolve redirect links (cached in the store)."""
+    settings = config.settings
+    feeds = fetch.due_feeds(store.feed_specs(f.name for f in config.feeds), now, force)
+    fetched = fetch.fetch_feeds(feeds, settings, now)
+    entries = [entry for result in fetched for entry in result.entries]
+    cached = store.cached_resolutions(fetch.links_to_resolve(entries))
+    entries, learned = fetch.resolve_entries(entries, cached, settings)
+    store.save_resolutions(learned, now)
+    return fetched, entries
+
+
+def _stage1(
+    store: Store, entries: list[Entry], settings: Settings, now: datetime
+) -> tuple[WindowSnapshot, Stage1Result]:
+    """Step 2: refresh stale window fingerprints, load the window, decide on metadata."""
+    stale = store.stale_bodies(settings, now)
+    store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
+    snapshot = store.snapshot(entries, settings, now)
+    known = store.known_entries(entries)
+    return snapshot, stage1.decide(entries, snapshot, known, settings, now)
+
+
+def _scrape(
+    store: Store,
+    entries: list[Entry],
+    snapshot: WindowSnapshot,
+    first: Stage1Result,
+    settings: Settings,
+    now: datetime,
+    on_page: Callable[[int, int], None] | None,
+) -> tuple[Stage1Result, dict[PageKey, Page]]:
+    """Step 3: scrape the survivors (reusing the org's pages), settle failed originals."""
+    known_entries = store.known_entries(entries)
+
+    def fetch_pages(survivors: list[stage1.Candidate]) -> dict[PageKey, Page]:
+        keys = scrape.page_keys(survivors)
+        known = store.known_pages(keys, settings)
+        elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
+        pages = scrape.scrape(survivors, known, settings, on_page, elsewhere)
+        return scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
+
+    def redecide(unavailable: frozenset[str]) -> Stage1Result:
+        return stage1.decide(entries, snapshot, known_entries, settings, now, unavailable)
+
+    return scrape.settle(first, fetch_pages(first.survivors), redecide, fetch_pages)

@@ -29,6 +29,7 @@ class RunReport:
     skipped_old: int
     repeated_in_feed: int
     invalid_entries: int
+    over_limit: int
     seen_before: int
     new: int
     dropped_stage1: dict[str, int]
@@ -117,6 +118,7 @@ def build_report(
         skipped_old=sum(r.skipped_old for r in feeds),
         repeated_in_feed=sum(r.repeated_in_feed for r in feeds),
         invalid_entries=sum(r.invalid for r in feeds),
+        over_limit=sum(r.over_limit for r in feeds),
         seen_before=len(stage1.seen_before),
         new=len(stage1.candidates),
         dropped_stage1=dict(dropped1),

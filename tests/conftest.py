@@ -202,7 +202,12 @@ def make_config(
     feeds: Sequence[tuple[str, str, str]], server: FixtureServer | None = None, **settings: Any
 ) -> Config:
     """A Config of (org, name, url) feeds, proxied through the fixture server."""
-    values: dict[str, Any] = {"fetch_timeout_seconds": 5.0, **settings}
+    # the loopback fixture server is a private address: allowed on purpose for tests
+    values: dict[str, Any] = {
+        "fetch_timeout_seconds": 5.0,
+        "allow_private_addresses": True,
+        **settings,
+    }
     if server is not None:
         values["proxy"] = server.proxy_url
     return Config(

@@ -290,6 +290,7 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
     config = tmp_path / "feedmd.toml"
     config.write_text(
         f'database = "{tmp_path / "serve.db"}"\nproxy = "{server.proxy_url}"\n'
+        "allow_private_addresses = true\n"
         '[[orgs]]\nname = "org"\n[[orgs.feeds]]\nname = "a"\n'
         f'url = "{feed}"\n'
     )

@@ -27,9 +27,9 @@ from feedmd.stages.http import Fetcher
 from feedmd.stages.links import resolve_offline
 from feedmd.stages.resolve import LinkResolution, needs_http, resolve_links
 
-MAX_TITLE_CHARS = 2000
+# An entry's summary is kept for display and webhooks only; 20,000 characters is several
+# screens, and the article itself comes from the page.
 MAX_SUMMARY_CHARS = 20_000
-MAX_LINK_CHARS = 8192
 
 
 def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False) -> list[FeedSpec]:
@@ -157,12 +157,21 @@ def parse_feed(
     oldest = now - timedelta(hours=settings.history_window_hours)
     by_id: dict[str, Entry] = {}
     invalid = repeated = 0
-    for raw in parsed.entries:
-        entry = _to_entry(feed, raw, now)
+    # feeds list newest first; past the limit a feed is broken or hostile, and every entry
+    # costs stage-1 work and a stored row
+    limit = settings.max_entries_per_feed
+    listed = parsed.entries[:limit]
+    for raw in listed:
+        entry = _to_entry(feed, raw, now, settings)
         if entry is None:
             invalid += 1
             continue
         earlier = by_id.get(entry.entry_id)
+        if earlier is not None and earlier.link != entry.link:
+            # one id on different articles (some CMS feeds give every entry the same guid):
+            # they are different entries, told apart by their link
+            entry = replace(entry, entry_id=f"{entry.entry_id}#{_short_hash(entry.link)}")
+            earlier = by_id.get(entry.entry_id)
         if earlier is not None:
             # one id listed twice (an edited entry, a sloppy feed): keep the earliest
             # published listing, like every other repeat
@@ -179,7 +188,7 @@ def parse_feed(
             http_status=http_status,
             error=f"malformed feed: {parsed.get('bozo_exception')}",
         )
-    return FeedResult(
+    result = FeedResult(
         feed=feed.name,
         status="ok",
         http_status=http_status,
@@ -191,16 +200,23 @@ def parse_feed(
         repeated_in_feed=repeated,
         invalid=invalid,
     )
+    return _with_over_limit(result, len(parsed.entries) - len(listed))
 
 
-def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime) -> Entry | None:
+def _with_over_limit(result: FeedResult, over: int) -> FeedResult:
+    """Count the entries left out by ``max_entries_per_feed``."""
+    return replace(result, over_limit=over) if over else result
+
+
+def _to_entry(feed: FeedSpec, raw: Any, fetched: datetime, settings: Settings) -> Entry | None:
     """An Entry from a feedparser entry, or None when it has no usable http(s) link."""
     link = _text(raw.get("link"))
-    title = _text(raw.get("title"))[:MAX_TITLE_CHARS]
-    if not link.startswith(("http://", "https://")) or len(link) > MAX_LINK_CHARS:
+    title = _text(raw.get("title"))[: settings.max_title_chars]
+    max_link = settings.max_url_chars
+    if not link.startswith(("http://", "https://")) or len(link) > max_link:
         return None  # nothing to scrape or deliver
     published = _entry_time(raw) or fetched
-    entry_id = _text(raw.get("id")) or link or _fallback_id(title, published)
+    entry_id = _text(raw.get("id")) or link
     resolution = resolve_offline(link)
     return Entry(
         feed=feed.name,
@@ -223,7 +239,9 @@ def _text(value: Any) -> str:
 
 def _entry_time(raw: Any) -> datetime | None:
     for key in ("published_parsed", "updated_parsed", "created_parsed"):
-        value = raw.get(key)
+        # dict.get, not FeedParserDict.get: asking for a missing updated_parsed goes
+        # through feedparser's deprecated fallback and warns (found by tests/test_fuzz.py)
+        value = dict.get(raw, key) if isinstance(raw, dict) else raw.get(key)
         if value:
             try:
                 return datetime.fromtimestamp(calendar.timegm(value), UTC)
@@ -245,6 +263,5 @@ def _publisher(raw: Any) -> str:
     return ""
 
 
-def _fallback_id(title: str, published: datetime) -> str:
-    digest = hashlib.sha256(f"{title}\x1f{published.isoformat()}".encode()).hexdigest()
-    return f"feedmd:{digest[:32]}"
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]

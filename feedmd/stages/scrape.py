@@ -131,7 +131,8 @@ async def fetch_page(
         return replace(
             base, status="not-html", no_digest_reason=f"not HTML: {response.content_type}"
         )
-    return extract_page(base, response.body, settings)
+    # trafilatura is CPU work: off the event loop, so other requests' deadlines keep running
+    return await asyncio.to_thread(extract_page, base, response.body, settings)
 
 
 def extract_page(base: Page, body: bytes, settings: Settings) -> Page:

@@ -35,7 +35,14 @@ def google() -> Iterator[GoogleDouble]:
 
 
 def settings_for(double: GoogleDouble, **values: Any) -> Settings:
-    return Settings(**{"google_news_base_url": double.url, "fetch_timeout_seconds": 2.0, **values})
+    return Settings(
+        **{
+            "google_news_base_url": double.url,
+            "fetch_timeout_seconds": 2.0,
+            "allow_private_addresses": True,  # the double listens on loopback
+            **values,
+        }
+    )
 
 
 def resolve_one(double: GoogleDouble, link: str, **values: Any) -> LinkResolution:
@@ -209,7 +216,9 @@ def test_unreachable_google_is_unresolved() -> None:
     link = f"https://news.google.com/rss/articles/{NEW_ID}?oc=5"
 
     async def go() -> LinkResolution:
-        async with Fetcher(Settings(fetch_timeout_seconds=2.0)) as fetcher:
+        async with Fetcher(
+            Settings(fetch_timeout_seconds=2.0, allow_private_addresses=True)
+        ) as fetcher:
             return await resolve_google_news(fetcher, link, f"http://127.0.0.1:{port}/")
 
     result = asyncio.run(go())

@@ -1,0 +1,174 @@
+"""Two runs on one store at once (two cron jobs overlapping, `run` beside `serve`): the run
+lease lets one work on an org at a time; the other waits for it, or stops with exit code 4
+and a message naming the holder. No corruption, no double delivery, no lost run."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
+
+from feedmd.config import Settings
+from feedmd.db import open_store
+from feedmd.demo import FIRST_RUN_AT
+from feedmd.fixture_server import FixtureServer
+from feedmd.stages.store import RunLeaseHeld, Store
+
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    driver = tmp_path_factory.mktemp("driver") / "driver.py"
+    driver.write_text(DRIVER)
+    with FixtureServer(FIXTURES) as server:
+        yield Harness(driver, server)
+
+
+def _wait_for_lease(database: Path, timeout: float = 30.0) -> None:
+    """Until a run holds a lease in ``database``."""
+    ends = time.monotonic() + timeout
+    while time.monotonic() < ends:
+        if database.exists():
+            try:
+                with sqlite3.connect(database, timeout=5) as conn:
+                    if conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0]:
+                        return
+            except sqlite3.OperationalError:
+                pass  # not migrated yet
+        time.sleep(0.01)
+    raise AssertionError("no run took the lease")
+
+
+def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = harness.start(out, wait=60)
+    second = harness.start(out, wait=60)
+    results = [child.communicate(timeout=120) for child in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], results
+    with sqlite3.connect(out / "feedmd.db") as conn:
+        runs = conn.execute("SELECT status FROM runs ORDER BY id").fetchall()
+    # the first fails the slow page (partial); the second finds it all stored
+    assert sorted(status for (status,) in runs) == ["ok", "partial"]
+    # one of them stored the day; the other found it all known
+    reference = Outcome(decisions(out / "feedmd.db"), 0.0)
+    assert len(reference.decisions) == 47
+    check_invariants(out / "feedmd.db", reference, "two runs at once")
+
+
+def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
+    harness: Harness, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    holder = harness.start(out)
+    _wait_for_lease(out / "feedmd.db")
+    refused = harness.start(out, wait=0)
+    _, stderr = refused.communicate(timeout=60)
+    assert refused.returncode == 4
+    assert "another feedmd run holds the lease on org 'newsroom'" in stderr
+    assert f"process {holder.pid} on" in stderr
+    holder.communicate(timeout=120)
+    assert holder.returncode == 0
+
+
+def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    holder = harness.start(out)
+    _wait_for_lease(out / "feedmd.db")
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "feedmd",
+            "run",
+            "--config",
+            str(FIXTURES / "demo.toml"),
+            "--db",
+            str(out / "feedmd.db"),
+            "--proxy",
+            harness.server.proxy_url,
+            "--allow-private-addresses",
+            "true",
+            "--run-lease-wait-seconds",
+            "0",
+            "--now",
+            "2026-10-12T20:00:00Z",
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    holder.communicate(timeout=120)
+    assert cli.returncode == 4, cli.stderr
+    assert "another feedmd run holds the lease on org 'newsroom'" in cli.stderr
+    assert "Traceback" not in cli.stderr
+
+
+def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
+    tmp_path: Path,
+) -> None:
+    """In-process: the lease logic itself, with a pid that is gone and a host that is not
+    this one (whose only way to end is the expiry)."""
+    store = Store(open_store(tmp_path / "feedmd.db"))
+    try:
+        store.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
+        settings = Settings(run_lease_wait_seconds=0, run_lease_seconds=60)
+        lease = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
+        with pytest.raises(RunLeaseHeld, match="holds the lease on org 'o'"):
+            store.start_leased_run(["o"], FIRST_RUN_AT, settings)
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        store.conn.execute("UPDATE run_leases SET pid = ?", (int(dead.stdout),))
+        taken = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
+        assert taken.abandoned == (lease.run_id,)
+        store.conn.execute("UPDATE run_leases SET host = 'elsewhere'")
+        with pytest.raises(RunLeaseHeld, match="on elsewhere"):
+            store.start_leased_run(["o"], FIRST_RUN_AT, settings)
+        store.conn.execute("UPDATE run_leases SET expires_at = '2000-01-01T00:00:00Z'")
+        again = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
+        assert again.abandoned == (taken.run_id,)
+        store.release_lease(again, completed=True)
+        assert store.conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0] == 0
+    finally:
+        store.db.close()
+
+
+def test_a_waiting_run_gets_the_lease_when_the_holder_ends(tmp_path: Path) -> None:
+    store = Store(open_store(tmp_path / "feedmd.db"))
+    other = Store(open_store(tmp_path / "feedmd.db"))
+    try:
+        store.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
+        holder = store.start_leased_run(["o"], FIRST_RUN_AT, Settings())
+        store.conn.execute(
+            "UPDATE run_leases SET expires_at = ?",
+            ((time_in(2.0)),),
+        )
+        started = time.monotonic()
+        waited = other.start_leased_run(["o"], FIRST_RUN_AT, Settings(run_lease_wait_seconds=10))
+        assert 0.5 < time.monotonic() - started < 5
+        assert waited.abandoned == (holder.run_id,)
+    finally:
+        store.db.close()
+        other.db.close()
+
+
+def time_in(seconds: float) -> str:
+    """An ISO time ``seconds`` from now on the real clock (leases never use --now)."""
+    from datetime import timedelta
+
+    from feedmd.timeutil import iso, utcnow
+
+    return iso(utcnow() + timedelta(seconds=seconds))
