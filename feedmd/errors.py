@@ -7,10 +7,12 @@ traceback::
     FeedmdError
     ├── ConfigError        bad feedmd.toml, environment variable or flag (names the key)
     ├── StoreError         the database cannot be opened or migrated
-    │   └── MigrationError a migration failed; nothing of it was applied
+    │   ├── MigrationError a migration failed; nothing of it was applied
+    │   └── RunLeaseHeld   another run holds the orgs (stages/store.py; exit code 4)
     └── FetchError         a feed or page could not be fetched or parsed
         ├── ResponseTooLarge  the body passed the size limit
-        └── UnsupportedContent  not a feed / not HTML
+        ├── UnsupportedContent  not a feed / not HTML
+        └── AddressRefused  an address feedmd does not connect to (security.py)
 
 Errors on one feed or one page are recorded on that feed or item and the run goes on;
 only configuration and store errors stop a run.
