@@ -355,16 +355,15 @@ def replay_command(
 ) -> None:
     """Re-decide stored items under other settings, from the stored metadata and Markdown,
     without fetching anything, and print the items whose decision changed. The store is
-    only read. The settings of the newest stored run are the base; --settings and the
+    only read. Each run is replayed under the settings it recorded; --settings and the
     setting flags change them."""
-    from feedmd.replay import recorded_settings, replay, summarize
+    from feedmd.replay import replay, summarize
 
     config = _load(config_path, {}, db)
     if not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database")
     changes = settings_layer(settings_path, _settings_from(kwargs))
-    settings = dataclasses.replace(recorded_settings(config.database), **changes)
-    result = replay(config.database, settings, _parse_now(since))
+    result = replay(config.database, changes, _parse_now(since))
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
         return

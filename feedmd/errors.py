@@ -11,7 +11,6 @@ traceback::
     │   └── RunLeaseHeld   another run holds the orgs (stages/store.py; exit code 4)
     └── FetchError         a feed or page could not be fetched or parsed
         ├── ResponseTooLarge  the body passed the size limit
-        ├── UnsupportedContent  not a feed / not HTML
         └── AddressRefused  an address feedmd does not connect to (security.py)
 
 Errors on one feed or one page are recorded on that feed or item and the run goes on;
@@ -43,7 +42,3 @@ class FetchError(FeedmdError):
 
 class ResponseTooLarge(FetchError):
     """A response body passed the configured size limit and was abandoned."""
-
-
-class UnsupportedContent(FetchError):
-    """The response is not of a type feedmd parses (for example a PDF where HTML was expected)."""

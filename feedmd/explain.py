@@ -116,7 +116,8 @@ def explain(db: sqlite_utils.Database, item_id: int) -> Trail | None:
     duplicates = [
         _brief(dup)
         for (dup_id,) in db.conn.execute(
-            "SELECT id FROM items WHERE matched_item_id = ? AND id != ? ORDER BY published_at, id",
+            "SELECT id FROM items WHERE matched_item_id = ? AND id != ?"
+            " AND decision = 'duplicate' ORDER BY published_at, id",
             (item_id, item_id),
         ).fetchall()
         if (dup := _row(db, int(dup_id)))

@@ -35,6 +35,14 @@ CONTENT_TYPES = {
 }
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients of a fixture server time out and drop connections on purpose (slow pages):
+    no traceback on stderr for that."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return
+
+
 class FixtureServer:
     """Serve ``root`` on 127.0.0.1 in a background thread (use as a context manager)."""
 
@@ -46,7 +54,7 @@ class FixtureServer:
         self.requests: list[str] = []
         self.routes = self._load_routes()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server = _QuietServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

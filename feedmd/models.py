@@ -151,10 +151,3 @@ class Page:
     shingles: bytes = b""
     stale: bool = False
     line_keys: tuple[str, ...] = ()
-
-
-@dataclass
-class StageTimer:
-    """Wall-clock seconds per pipeline step, for the run report."""
-
-    seconds: dict[str, float] = field(default_factory=dict)

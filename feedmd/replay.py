@@ -18,7 +18,7 @@ import dataclasses
 import json
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +31,7 @@ from feedmd.db import connect, open_store
 from feedmd.models import Entry, Page
 from feedmd.stages import scrape, stage1, stage2
 from feedmd.stages.store import Store
-from feedmd.timeutil import iso, parse_iso
+from feedmd.timeutil import parse_iso
 
 NOT_SCRAPED = "replay: this page was never scraped (stage 1 dropped it in the original run)"
 
@@ -68,20 +68,25 @@ class ReplayResult:
         }
 
 
-def _stored_runs(
-    db: sqlite_utils.Database, since: datetime | None
-) -> Iterator[tuple[datetime, list[Entry]]]:
+@dataclass(frozen=True)
+class _Run:
+    as_of: datetime
+    settings: dict[str, Any]
+    entries: list[Entry]
+
+
+def _stored_runs(db: sqlite_utils.Database) -> Iterator[_Run]:
     cursor = db.conn.execute(
-        "SELECT r.id, r.as_of, f.name, o.name, i.entry_id, i.link, i.link_resolution, i.url_raw,"
-        " i.title_raw, i.publisher, i.summary, i.published_at, i.fetched_at"
-        " FROM items i JOIN runs r ON r.id = i.run_id JOIN feeds f ON f.id = i.feed_id"
-        " JOIN orgs o ON o.id = i.org_id WHERE r.as_of >= ? ORDER BY r.id, i.id",
-        (iso(since) if since else "",),
+        "SELECT r.id, r.as_of, r.settings_json, f.name, o.name, i.entry_id, i.link,"
+        " i.link_resolution, i.url_raw, i.title_raw, i.publisher, i.summary, i.published_at,"
+        " i.fetched_at FROM items i JOIN runs r ON r.id = i.run_id JOIN feeds f"
+        " ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id ORDER BY r.id, i.id"
     )
-    runs: dict[int, tuple[datetime, list[Entry]]] = {}
+    runs: dict[int, _Run] = {}
     for (
         run_id,
         as_of,
+        settings_json,
         feed,
         org,
         entry_id,
@@ -94,7 +99,9 @@ def _stored_runs(
         published,
         fetched,
     ) in cursor:
-        runs.setdefault(run_id, (parse_iso(as_of), []))[1].append(
+        runs.setdefault(
+            run_id, _Run(parse_iso(as_of), json.loads(settings_json), [])
+        ).entries.append(
             Entry(
                 feed=feed,
                 org=org,
@@ -172,14 +179,20 @@ def recorded_settings(database: str | Path) -> Settings:
     return settings_from_record(json.loads(row[0])) if row else Settings()
 
 
-def replay(database: str | Path, settings: Settings, since: datetime | None = None) -> ReplayResult:
-    """Re-decide the items of every run since ``since`` under ``settings`` (see the module
-    docstring) and compare with what the store recorded."""
+def replay(
+    database: str | Path,
+    changes: Mapping[str, Any] | None = None,
+    since: datetime | None = None,
+) -> ReplayResult:
+    """Re-decide every stored run, each under the settings it recorded with ``changes``
+    laid over them, and compare with what the store recorded (see the module docstring).
+    Every run is replayed, so the window before ``since`` is in place; only the runs from
+    ``since`` on are compared and counted."""
     source = connect(database)
     try:
-        runs = list(_stored_runs(source, since))
+        runs = list(_stored_runs(source))
         stored_pages = _stored_pages(source)
-        config = Config(settings=settings, feeds=_feeds(source))
+        config = Config(feeds=_feeds(source))
         original = _outcomes(Store(source))
     finally:
         source.close()
@@ -187,14 +200,20 @@ def replay(database: str | Path, settings: Settings, since: datetime | None = No
         store = Store(open_store(Path(folder) / "replay.db"))
         try:
             store.sync_feeds(config)
-            for now, entries in runs:
-                _replay_run(store, entries, stored_pages, settings, now)
+            for stored_run in runs:
+                settings = dataclasses.replace(
+                    settings_from_record(stored_run.settings), **(changes or {})
+                )
+                _replay_run(store, stored_run.entries, stored_pages, settings, stored_run.as_of)
             replayed = _outcomes(store)
         finally:
             store.db.close()
-    changes = _differences(runs, original, replayed)
+    compared = [r for r in runs if since is None or r.as_of >= since]
     return ReplayResult(
-        items=sum(len(e) for _, e in runs), runs=len(runs), changes=changes, decisions=replayed
+        items=sum(len(r.entries) for r in compared),
+        runs=len(compared),
+        changes=_differences(compared, original, replayed),
+        decisions=replayed,
     )
 
 
@@ -208,12 +227,21 @@ def _replay_run(
     run_id = store.start_run(now, now, settings)
     snapshot = store.snapshot(entries, settings, now)
     first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
+    # like the pipeline: a page this (replayed) store already holds is reused, not
+    # fingerprinted again; only the others come from the stored Markdown, as a fresh scrape
+    known = store.known_pages(scrape.page_keys(first.survivors), settings)
     pages: dict[tuple[str, str], Page] = {}
     for candidate in first.survivors:
         entry = candidate.entry
         key = (entry.org, candidate.page_key)
         stored = stored_pages.get((entry.org, entry.feed, entry.entry_id))
-        if stored is None:
+        if key in known:
+            page = (
+                scrape.refingerprint(known[key], settings)
+                if known[key].stale
+                else dataclasses.replace(known[key], status="reused")
+            )
+        elif stored is None:
             page = Page(
                 url_hash=candidate.page_key,
                 url=entry.url,
@@ -229,27 +257,28 @@ def _replay_run(
             )
         pages.setdefault(key, page)
     pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
-    second = stage2.decide(first.survivors, pages, snapshot, settings, now)
-    store.persist(run_id, [], first, pages, second, settings, now)
+    final = stage2.finalize(first, stage2.decide(first.survivors, pages, snapshot, settings, now))
+    store.persist(run_id, [], first, pages, final, settings, now)
 
 
 def _differences(
-    runs: list[tuple[datetime, list[Entry]]],
+    runs: list[_Run],
     original: dict[tuple[str, str], Outcome],
     replayed: dict[tuple[str, str], Outcome],
 ) -> list[Change]:
-    titles = {(e.feed, e.entry_id): e.title for _, entries in runs for e in entries}
+    titles = {(e.feed, e.entry_id): e.title for r in runs for e in r.entries}
     changes = []
-    for key in titles:
+    for key, title in titles.items():
         before, after = original.get(key), replayed.get(key)
         if before != after and before is not None and after is not None:
+            fields = ("decision", "rule", "matched")
             changes.append(
                 Change(
                     feed=key[0],
                     entry_id=key[1],
-                    title=titles[key],
-                    before=dict(zip(("decision", "rule", "matched"), before, strict=True)),
-                    after=dict(zip(("decision", "rule", "matched"), after, strict=True)),
+                    title=title,
+                    before=dict(zip(fields, before, strict=True)),
+                    after=dict(zip(fields, after, strict=True)),
                 )
             )
     return changes

@@ -3,7 +3,6 @@ same settings reproduce the stored decisions, and two replays agree."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,24 +22,29 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_the_recorded_settings_reproduce_every_stored_decision(demo_db: Path) -> None:
-    settings = recorded_settings(demo_db)
-    assert settings.dedup_scope == "org"  # the demo's own setting, read from the run
-    result = replay(demo_db, settings)
+    assert recorded_settings(demo_db).dedup_scope == "org"  # the demo's own, from the run
+    result = replay(demo_db)
     assert result.items == 48 and result.runs == 2
     assert result.changes == []
 
 
+def test_since_compares_only_later_runs_with_the_window_in_place(demo_db: Path) -> None:
+    from feedmd.timeutil import parse_iso
+
+    result = replay(demo_db, {"subject_gate": False}, since=parse_iso("2026-10-12T21:00:00Z"))
+    assert (result.runs, result.items) == (1, 1)
+    assert result.changes == []  # the late original still matches the stored copy
+
+
 def test_two_replays_with_the_same_settings_decide_identically(demo_db: Path) -> None:
-    settings = dataclasses.replace(
-        recorded_settings(demo_db), jaccard_threshold=0.4, tlsh_max_distance=80
-    )
-    first, second = replay(demo_db, settings), replay(demo_db, settings)
+    changes = {"jaccard_threshold": 0.4, "tlsh_max_distance": 80}
+    first, second = replay(demo_db, changes), replay(demo_db, changes)
     assert first.decisions == second.decisions
     assert first.changes == second.changes
 
 
 def test_turning_the_subject_gate_off_merges_the_templated_pairs(demo_db: Path) -> None:
-    result = replay(demo_db, dataclasses.replace(recorded_settings(demo_db), subject_gate=False))
+    result = replay(demo_db, {"subject_gate": False})
     assert sorted(c.title for c in result.changes) == [
         "B2Gold Q3 2026 Earnings Date and Estimates",
         "UK stocks-factors to watch on October 12",

@@ -4,8 +4,8 @@ For each point of the grid (every combination of the values given), the chosen
 evaluations run under the current settings with that point laid over them, and the report
 lists the figures and exactly which merges / pairs were added or removed relative to the
 current settings (seed 004's sensitivity records; seed 000's sweep that took 100 items to
-84 / 83 / 81 / 77). Page extraction is cached within the process, so a point costs the
-matching, not trafilatura.
+84 / 83 / 81 / 77). The reprint pairs' extraction is cached within the process, so a point
+costs the matching, not trafilatura.
 """
 
 from __future__ import annotations

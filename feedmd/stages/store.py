@@ -43,6 +43,8 @@ from feedmd.stages.stage1 import Stage1Result
 from feedmd.stages.urls import host_of
 from feedmd.timeutil import iso, parse_iso, utcnow
 
+# Values bound per IN (...) query: far under SQLite's 32,766 variables, and small enough
+# that one query's plan stays an index lookup per value.
 _CHUNK = 500
 # Lease defaults until Settings has run_lease_seconds / run_lease_wait_seconds.
 HOST = socket.gethostname()
