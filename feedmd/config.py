@@ -404,6 +404,7 @@ class WebhookConfig:
     org: str
     feed: str = ""
     secret_env: str = "FEEDMD_WEBHOOK_SECRET"
+    batch: bool = False  # one POST per run with all its new items, instead of one per item
 
 
 @dataclass(frozen=True)
@@ -580,7 +581,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 _TOP_LEVEL_KEYS = {"database", "orgs", "output"}
 _ORG_KEYS = {"name", "feeds", "public", "webhooks"}
 _FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks"}
-_WEBHOOK_KEYS = {"url", "secret_env"}
+_WEBHOOK_KEYS = {"url", "secret_env", "batch"}
 _OUTPUT_KEYS = {"directory", "base_url"}
 
 
@@ -670,7 +671,8 @@ def _parse_webhooks(raw: Any, org: str, feed: str, where: str) -> list[WebhookCo
                 f"{place}.secret_env must name an environment variable "
                 f"(the secret itself never goes in the file), got {secret_env!r}"
             )
-        hooks.append(WebhookConfig(url=url, org=org, feed=feed, secret_env=secret_env))
+        batch = _boolean(hook.get("batch", False), f"{place}.batch")
+        hooks.append(WebhookConfig(url=url, org=org, feed=feed, secret_env=secret_env, batch=batch))
     return hooks
 
 
