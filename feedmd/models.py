@@ -58,7 +58,7 @@ class FeedResult:
     """What fetching one feed produced: its new state, its entries, and what was skipped."""
 
     feed: str
-    status: Literal["ok", "not-modified", "error"]
+    status: Literal["ok", "not-modified", "error", "deferred"]
     http_status: int | None = None
     etag: str | None = None
     last_modified: str | None = None

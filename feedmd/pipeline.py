@@ -22,6 +22,7 @@ and delivers in step 6 the items it had stored but not delivered.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -78,7 +79,7 @@ def run(
             with timer.step("fetch"):  # 1
                 fetched, entries = _fetch(store, config, now, force)
             with timer.step("stage1"):  # 2
-                snapshot, first = _stage1(store, entries, settings, now)
+                fetched, entries, snapshot, first = _stage1(store, fetched, entries, settings, now)
             with timer.step("scrape"):  # 3
                 first, pages = _scrape(store, entries, snapshot, first, settings, now, on_page)
             with timer.step("stage2"):  # 4
@@ -119,14 +120,29 @@ def _fetch(
 
 
 def _stage1(
-    store: Store, entries: list[Entry], settings: Settings, now: datetime
-) -> tuple[WindowSnapshot, Stage1Result]:
-    """Step 2: refresh stale window fingerprints, load the window, decide on metadata."""
+    store: Store,
+    fetched: list[FeedResult],
+    entries: list[Entry],
+    settings: Settings,
+    now: datetime,
+) -> tuple[list[FeedResult], list[Entry], WindowSnapshot, Stage1Result]:
+    """Step 2: refresh stale window fingerprints, load the window, decide on metadata;
+    feeds past the run's page budget are left for the next run (``scrape.over_budget``)."""
     stale = store.stale_bodies(settings, now)
     store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
     snapshot = store.snapshot(entries, settings, now)
     known = store.known_entries(entries)
-    return snapshot, stage1.decide(entries, snapshot, known, settings, now)
+    first = stage1.decide(entries, snapshot, known, settings, now)
+    pages = store.known_pages(scrape.page_keys(first.survivors), settings)
+    deferred = scrape.over_budget(first, pages, settings.max_pages_per_run)
+    if deferred:
+        entries = [e for e in entries if e.feed not in deferred]
+        fetched = [
+            dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
+            for r in fetched
+        ]
+        first = stage1.decide(entries, snapshot, known, settings, now)
+    return fetched, entries, snapshot, first
 
 
 def _scrape(

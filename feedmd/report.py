@@ -24,6 +24,7 @@ class RunReport:
     status: str
     feeds: int
     feeds_not_modified: int
+    feeds_deferred: int
     feeds_failed: int
     found: int
     skipped_old: int
@@ -64,7 +65,7 @@ class RunReport:
         lines = [
             f"run {self.run_id} as of {self.as_of}: {self.status}",
             f"  feeds        {self.feeds} ({self.feeds_not_modified} not modified, "
-            f"{self.feeds_failed} failed)",
+            f"{self.feeds_failed} failed, {self.feeds_deferred} left for the next run)",
             f"  found        {self.found} entries ({self.skipped_old} older than the history "
             f"window, {self.repeated_in_feed} repeated in a feed, {self.invalid_entries} without "
             f"a link, {self.seen_before} seen before)",
@@ -113,6 +114,7 @@ def build_report(
         status=status,
         feeds=len(feeds),
         feeds_not_modified=sum(r.status == "not-modified" for r in feeds),
+        feeds_deferred=sum(r.status == "deferred" for r in feeds),
         feeds_failed=len(feed_errors),
         found=sum(r.found for r in feeds),
         skipped_old=sum(r.skipped_old for r in feeds),

@@ -14,12 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from conftest import FeedItemSpec, Site, article_html, at, make_config, rss
 
 from feedmd.config import Settings
 from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.models import FeedSpec
+from feedmd.pipeline import run
 from feedmd.stages.fetch import parse_feed
 from feedmd.stages.http import BoundedDecoder, Fetcher
+from feedmd.stages.store import Store
 
 NOW = datetime(2026, 10, 12, 12, tzinfo=UTC)
 FEED = FeedSpec(name="f", org="o", url="http://feeds.example/f.xml", poll_minutes=15)
@@ -178,3 +181,39 @@ def test_long_titles_and_links_are_cut_or_refused() -> None:
     result = parse_feed(FEED, body, {}, settings, NOW)
     assert [len(e.title) for e in result.entries] == [50]
     assert result.invalid == 1
+
+
+def test_feeds_past_the_page_budget_wait_for_the_next_run(site: Site, store: Store) -> None:
+    from conftest import fixture_bodies
+
+    bodies = iter(list(fixture_bodies().values())[:6])
+    headlines = iter(
+        [
+            "Harbour council approves ferry terminal budget",
+            "Storm cuts power across valley",
+            "Museum festival draws record crowds",
+            "Orchard growers fear smallest harvest",
+            "Railway strike halts commuter trains",
+            "Stadium lease talks collapse overnight",
+        ]
+    )
+
+    def feed_of(name: str, count: int) -> str:
+        items = []
+        for n in range(count):
+            url = site.put(f"http://{name}.example/{n}", article_html(name, next(bodies)))
+            items.append(FeedItemSpec(next(headlines), url, at(8, n)))
+        return site.put(f"http://feeds.example/{name}.xml", rss(items))
+
+    first, second = feed_of("alpha", 3), feed_of("beta", 3)
+    server = site.start()
+    config = make_config(
+        [("o", "alpha", first), ("o", "beta", second)], server, max_pages_per_run=4
+    )
+    report = run(store, config, now=at(12))
+    assert report.feeds_deferred == 1 and report.scraped == 3 and report.kept == 3
+    deferred = next(store.db.query("SELECT last_fetched_at FROM feeds WHERE name = 'beta'"))
+    assert deferred["last_fetched_at"] is None  # untouched: due again at once
+    report = run(store, config, now=at(12, 5))
+    assert report.feeds_deferred == 0 and report.scraped == 3 and report.kept == 3
+    assert next(store.db.query("SELECT COUNT(*) AS n FROM items"))["n"] == 6

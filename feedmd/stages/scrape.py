@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 import trafilatura
@@ -242,3 +242,24 @@ def settle(
         missing = [c for c in first.survivors if (c.entry.org, c.page_key) not in pages]
         pages = {**pages, **fetch(missing)}
     return first, pages
+
+
+def over_budget(first: Stage1Result, known: Collection[PageKey], budget: int) -> frozenset[str]:
+    """Feeds to leave for the next run so that this one fetches at most ``budget`` pages.
+
+    Survivors are walked oldest first; a feed whose new pages would pass the budget is
+    deferred whole (none of its entries decided or stored), so the next run reads it
+    again from the start rather than half of it being lost."""
+    pages_of: dict[str, set[PageKey]] = {}
+    for candidate in first.survivors:
+        key = (candidate.entry.org, candidate.page_key)
+        if key not in known and candidate.entry.link_resolution != "unresolved":
+            pages_of.setdefault(candidate.entry.feed, set()).add(key)
+    taken: set[PageKey] = set()
+    deferred: set[str] = set()
+    for feed, keys in pages_of.items():
+        if len(taken | keys) > budget:
+            deferred.add(feed)
+        else:
+            taken |= keys
+    return frozenset(deferred)

@@ -659,6 +659,8 @@ class Store:
         return StoredItems(ids=ids, kept=kept)
 
     def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
+        if result.status == "deferred":
+            return  # left for the next run: its fetch state stays as it was
         if result.status == "error":
             conn.execute(
                 "UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
