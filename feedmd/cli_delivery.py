@@ -187,8 +187,20 @@ def serve_command(
                 database.close()
 
         scheduler = server.Scheduler(feeds=(), run_org=lambda *_: None, deliver=deliver_pass)
+    from feedmd.overrides import FileOutput
+
+    output = (
+        FileOutput(config.output.directory, config.output.base_url, config.settings.feed_page_size)
+        if config_path and config.output.directory
+        else None
+    )
     app = server.create_app(
-        config.database, base_url=base_url, scheduler=scheduler, tick_seconds=tick
+        config.database,
+        base_url=base_url,
+        scheduler=scheduler,
+        tick_seconds=tick,
+        output=output,
+        webhook_retry_hours=config.settings.webhook_retry_hours,
     )
     uvicorn.run(app, host=host, port=port, log_level="info")
 

@@ -25,6 +25,7 @@ from feedmd.timeutil import iso, parse_iso
 
 TOKEN_PREFIX = "fmd_"
 WEBHOOK_TARGET = "webhook:"
+BATCH_TARGET = "webhook-batch:"
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,15 @@ class FeedRow:
 
 @dataclass(frozen=True)
 class EndpointSpec:
-    """A configured webhook endpoint: ``scope`` 'org' or 'feed', and the name of the
-    environment variable holding its ``whsec_`` secret (never the secret itself)."""
+    """A configured webhook endpoint: ``scope`` 'org' or 'feed', the name of the
+    environment variable holding its ``whsec_`` secret (never the secret itself), and
+    ``batch``: one message per run with all its items instead of one per item."""
 
     url: str
     scope: str
     scope_name: str
     secret_env: str
+    batch: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,11 +108,13 @@ class Endpoint:
     paused_until: datetime | None
     disabled_at: datetime | None
     disabled_reason: str | None
+    batch: bool = False
 
 
 @dataclass(frozen=True)
 class PendingDelivery:
-    """One webhook message waiting for its next attempt."""
+    """One webhook message waiting for its next attempt (for a batch, ``item_id`` is its
+    lowest item id)."""
 
     id: int
     item_id: int
@@ -122,7 +127,8 @@ class PendingDelivery:
 
 @dataclass(frozen=True)
 class DeliveryRow:
-    """A webhook delivery as ``feedmd deliveries`` lists it."""
+    """A webhook delivery as ``feedmd deliveries`` lists it. A batch message has
+    ``batch_items`` > 0, its lowest item as ``item_id`` and a title naming its run."""
 
     id: int
     message_id: str
@@ -138,6 +144,7 @@ class DeliveryRow:
     delivered_at: str | None
     last_http_status: int | None
     last_error: str | None
+    batch_items: int = 0
 
 
 # ---- feeds and items ---------------------------------------------------------------------
@@ -332,7 +339,7 @@ def revoke_token(db: sqlite_utils.Database, token_id: int, now: datetime) -> boo
 
 _ENDPOINT_SELECT = (
     "SELECT id, url, scope, scope_name, secret_env, consecutive_failures, paused_until,"
-    " disabled_at, disabled_reason FROM webhook_endpoints"
+    " disabled_at, disabled_reason, batch FROM webhook_endpoints"
 )
 REMOVED_REASON = "removed from the configuration"
 
@@ -348,20 +355,22 @@ def _endpoint(row: Any) -> Endpoint:
         paused_until=parse_iso(row[6]) if row[6] else None,
         disabled_at=parse_iso(row[7]) if row[7] else None,
         disabled_reason=row[8],
+        batch=bool(row[9]),
     )
 
 
 def add_endpoint(db: sqlite_utils.Database, spec: EndpointSpec, now: datetime) -> Endpoint:
-    """Create or update an endpoint (its secret variable may change); return it.
+    """Create or update an endpoint (its secret variable and batch mode may change; the
+    messages already queued keep the form they were queued in); return it.
 
     An endpoint that was removed from the configuration and comes back is enabled again.
     """
     with transaction(db) as conn:
         conn.execute(
-            "INSERT INTO webhook_endpoints (url, scope, scope_name, secret_env, created_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(url, scope, scope_name) DO UPDATE SET"
-            " secret_env = excluded.secret_env",
-            (spec.url, spec.scope, spec.scope_name, spec.secret_env, iso(now)),
+            "INSERT INTO webhook_endpoints (url, scope, scope_name, secret_env, batch,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(url, scope, scope_name)"
+            " DO UPDATE SET secret_env = excluded.secret_env, batch = excluded.batch",
+            (spec.url, spec.scope, spec.scope_name, spec.secret_env, int(spec.batch), iso(now)),
         )
         conn.execute(
             "UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = NULL"
@@ -471,22 +480,49 @@ def record_endpoint_failure(
 # ---- webhook deliveries -------------------------------------------------------------------
 
 
-def endpoints_for_items(db: sqlite_utils.Database, item_ids: Sequence[int]) -> dict[int, list[int]]:
-    """{item id: ids of the endpoints (of its feed or its org) that should receive it}."""
-    targets: dict[int, list[int]] = {}
+_ITEM_ENDPOINTS = (
+    "SELECT i.id, e.id, i.run_id FROM items i JOIN feeds f ON f.id = i.feed_id"
+    " JOIN orgs o ON o.id = i.org_id JOIN webhook_endpoints e"
+    " ON (e.scope = 'feed' AND e.scope_name = f.name)"
+    " OR (e.scope = 'org' AND e.scope_name = o.name)"
+)
+
+
+def _item_endpoints(
+    db: sqlite_utils.Database, item_ids: Sequence[int], batch: bool
+) -> Iterable[tuple[int, int, int]]:
+    """(item id, endpoint id, item's run id) for each kept item among ``item_ids`` and each
+    configured endpoint of its feed or org in the given mode."""
     for chunk in _chunks(list(item_ids)):
         marks = ",".join("?" * len(chunk))
-        for item_id, endpoint_id in db.conn.execute(
-            "SELECT i.id, e.id FROM items i JOIN feeds f ON f.id = i.feed_id"
-            " JOIN orgs o ON o.id = i.org_id JOIN webhook_endpoints e"
-            " ON (e.scope = 'feed' AND e.scope_name = f.name)"
-            " OR (e.scope = 'org' AND e.scope_name = o.name)"
-            f" WHERE i.id IN ({marks}) AND i.decision = 'kept'"
-            " AND COALESCE(e.disabled_reason, '') != ? ORDER BY i.id, e.id",
-            (*chunk, REMOVED_REASON),
-        ):
-            targets.setdefault(item_id, []).append(endpoint_id)
+        yield from db.conn.execute(
+            f"{_ITEM_ENDPOINTS} WHERE i.id IN ({marks}) AND i.decision = 'kept'"
+            " AND e.batch = ? AND COALESCE(e.disabled_reason, '') != ? ORDER BY i.id, e.id",
+            (*chunk, int(batch), REMOVED_REASON),
+        )
+
+
+def endpoints_for_items(db: sqlite_utils.Database, item_ids: Sequence[int]) -> dict[int, list[int]]:
+    """{item id: ids of the per-item endpoints (of its feed or its org) that should
+    receive it}. Batch endpoints are left to ``batches_for_items``."""
+    targets: dict[int, list[int]] = {}
+    for item_id, endpoint_id, _run_id in _item_endpoints(db, item_ids, batch=False):
+        targets.setdefault(item_id, []).append(endpoint_id)
     return targets
+
+
+def batches_for_items(
+    db: sqlite_utils.Database, item_ids: Sequence[int]
+) -> dict[tuple[int, int], list[int]]:
+    """{(batch endpoint id, run id): the item ids it should carry}, ascending.
+
+    Items are grouped by the run that *stored* them, not the run delivering them: a run
+    recovering a killed run's items then finds that run's batch instead of making another.
+    """
+    batches: dict[tuple[int, int], list[int]] = {}
+    for item_id, endpoint_id, run_id in _item_endpoints(db, item_ids, batch=True):
+        batches.setdefault((endpoint_id, run_id), []).append(item_id)
+    return batches
 
 
 def enqueue(
@@ -512,6 +548,56 @@ def enqueue(
             [(*row, created, deadline) for row in rows],
         )
         return conn.total_changes - before
+
+
+def enqueue_batches(
+    db: sqlite_utils.Database,
+    batches: Iterable[tuple[int, int, str, str, Sequence[int]]],
+    now: datetime,
+    retry_hours: float,
+) -> int:
+    """Queue (endpoint id, run id, message id, payload, item ids) batch messages, due now;
+    a run is queued once per endpoint, ever (the ``deliveries_batch_run`` index: an
+    existing batch keeps its message id and body). Returns how many were new."""
+    created, deadline = iso(now), iso(now + timedelta(hours=retry_hours))
+    new = 0
+    with transaction(db) as conn:
+        for endpoint_id, run_id, message_id, payload, item_ids in batches:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
+                " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at,"
+                " batch) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, 1)",
+                (
+                    min(item_ids),
+                    run_id,
+                    f"{BATCH_TARGET}{endpoint_id}",
+                    created,
+                    endpoint_id,
+                    message_id,
+                    payload,
+                    created,
+                    deadline,
+                ),
+            )
+            if cursor.rowcount != 1:
+                continue
+            new += 1
+            conn.executemany(
+                "INSERT INTO webhook_batch_items (delivery_id, item_id) VALUES (?, ?)",
+                [(cursor.lastrowid, item_id) for item_id in sorted(set(item_ids))],
+            )
+    return new
+
+
+def batch_items(db: sqlite_utils.Database, delivery_id: int) -> list[int]:
+    """The item ids a batch message carries, ascending (empty for a per-item message)."""
+    return [
+        row[0]
+        for row in db.conn.execute(
+            "SELECT item_id FROM webhook_batch_items WHERE delivery_id = ? ORDER BY item_id",
+            (delivery_id,),
+        )
+    ]
 
 
 def due_deliveries(
@@ -599,11 +685,13 @@ def pending_count(db: sqlite_utils.Database) -> int:
 def list_deliveries(
     db: sqlite_utils.Database, status: str | None = None, limit: int = 100
 ) -> list[DeliveryRow]:
-    """The newest webhook deliveries (of one status), with their endpoint's state."""
+    """The newest webhook deliveries (of one status), with their endpoint's state; a batch
+    is titled by its run and size."""
     rows = db.conn.execute(
         "SELECT d.id, d.message_id, d.item_id, i.title_raw, e.id, e.url,"
         " e.disabled_at IS NOT NULL, d.status, d.attempts, d.created_at, d.next_attempt_at,"
-        " d.delivered_at, d.last_http_status, d.last_error"
+        " d.delivered_at, d.last_http_status, d.last_error, d.run_id,"
+        " (SELECT COUNT(*) FROM webhook_batch_items b WHERE b.delivery_id = d.id)"
         " FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id"
         " JOIN items i ON i.id = d.item_id"
         " WHERE (?1 IS NULL OR d.status = ?1) ORDER BY d.id DESC LIMIT ?2",
@@ -614,7 +702,7 @@ def list_deliveries(
             id=row[0],
             message_id=row[1],
             item_id=row[2],
-            title=row[3],
+            title=f"batch of {row[15]} items of run {row[14]}" if row[15] else row[3],
             endpoint_id=row[4],
             endpoint_url=row[5],
             endpoint_disabled=bool(row[6]),
@@ -625,6 +713,7 @@ def list_deliveries(
             delivered_at=row[11],
             last_http_status=row[12],
             last_error=row[13],
+            batch_items=row[15],
         )
         for row in rows
     ]

@@ -93,7 +93,7 @@ def run(
                 delivered = (
                     deliver.deliver(store, config, run_id, items, now, output_dir=output_dir)
                     if deliver_outputs
-                    else 0
+                    else deliver.Delivered(0)
                 )
             report = build_report(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds

@@ -8,8 +8,10 @@ canonical choice behave as in the real runs. Then it lists the items whose decis
 match changed. Nothing is fetched and the real store is only read; the same settings give
 the same decisions every time.
 
-An item stage 1 dropped in the original run was never scraped: if it survives the replay,
-it has no body and can only be matched by its headline (its evidence says so).
+Items a reviewer overrode (``rule = 'override'``) keep that decision: it is a human's,
+not the settings'. An item stage 1 dropped in the original run was never scraped: if it
+survives the replay, it has no body and can only be matched by its headline (its evidence
+says so).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sqlite_utils
 from feedmd.config import Config, FeedConfig, Settings, settings_from_record
 from feedmd.db import connect, open_store
 from feedmd.models import Entry, Page
+from feedmd.overrides import OVERRIDE_RULE
 from feedmd.stages import scrape, stage1, stage2
 from feedmd.stages.store import Store
 from feedmd.timeutil import parse_iso
@@ -209,6 +212,11 @@ def replay(
         finally:
             store.db.close()
     compared = [r for r in runs if since is None or r.as_of >= since]
+    # a reviewer's override ("not a duplicate", "merge") is a human decision: it stands
+    # under any settings, so the replay keeps it rather than re-deciding the item
+    for key, outcome in original.items():
+        if outcome[1] == OVERRIDE_RULE and key in replayed:
+            replayed[key] = outcome
     return ReplayResult(
         items=sum(len(r.entries) for r in compared),
         runs=len(compared),

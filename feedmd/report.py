@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from feedmd.models import Decision, FeedResult, Page
 from feedmd.stages.stage1 import Stage1Result
+
+if TYPE_CHECKING:
+    from feedmd.stages.deliver import Delivered
 
 EXIT_OK = 0
 EXIT_PARTIAL = 3
@@ -41,6 +44,9 @@ class RunReport:
     failed: int
     no_digest: int
     delivered: int
+    webhook_queued: int
+    webhook_delivered: int
+    webhook_failed_attempts: int
     seconds: dict[str, float]
     feed_errors: dict[str, str] = field(default_factory=dict)
     item_errors: list[str] = field(default_factory=list)
@@ -75,7 +81,8 @@ class RunReport:
             f"  stage 2      dropped {rules(self.dropped_stage2)}",
             f"  kept         {self.kept} ({self.no_digest} without a digest)",
             f"  failed       {self.failed}",
-            f"  delivered    {self.delivered}",
+            f"  delivered    {self.delivered} to files, {self.webhook_delivered} webhook "
+            f"messages ({self.webhook_failed_attempts} failed attempts)",
             f"  time         {timing}",
         ]
         lines += [
@@ -92,7 +99,7 @@ def build_report(
     stage1: Stage1Result,
     pages: Mapping[tuple[str, str], Page],
     stage2: Mapping[str, Decision],
-    delivered: int,
+    delivered: Delivered,
     seconds: Mapping[str, float],
 ) -> RunReport:
     """Count a run's outcome from the stages' results."""
@@ -130,7 +137,10 @@ def build_report(
         kept=len(kept),
         failed=len(failed),
         no_digest=sum(1 for d in kept if d.stage == "stage2" and "no_digest" in d.evidence),
-        delivered=delivered,
+        delivered=delivered.files,
+        webhook_queued=delivered.webhooks.queued,
+        webhook_delivered=delivered.webhooks.delivered,
+        webhook_failed_attempts=delivered.webhooks.failed_attempts,
         seconds={k: round(v, 3) for k, v in seconds.items()},
         feed_errors=feed_errors,
         item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed],

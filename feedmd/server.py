@@ -7,6 +7,8 @@ Routes: ``/`` a landing page; ``/health``; ``/feeds`` (the feeds the caller may 
 and 304 for a matching conditional request. A feed marked public is served to anyone;
 every other feed needs ``Authorization: Bearer <token>`` with a live token of its org
 (stored hashed, compared in constant time). Unknown feed: 404; missing or wrong token: 401.
+``/review`` and below: the review page (``feedmd/review``): runs, clusters, explain
+trails, search, and the "Not a duplicate" / "Merge" corrections.
 
 Each request opens its own SQLite connection (sqlite3 connections stay in their thread;
 WAL lets readers run beside a pipeline run).
@@ -35,9 +37,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from feedmd import deliveries
+from feedmd import deliveries, review
 from feedmd.config import FeedConfig
 from feedmd.db import connect
+from feedmd.overrides import FileOutput
 from feedmd.stages import deliver
 from feedmd.timeutil import utcnow
 
@@ -65,11 +68,17 @@ def create_app(
     page_size: int = deliver.DEFAULT_PAGE_SIZE,
     scheduler: Scheduler | None = None,
     tick_seconds: float = 15.0,
+    output: FileOutput | None = None,
+    webhook_retry_hours: float = 24.0,
 ) -> Starlette:
     """The ASGI app serving the store at ``db_path``; with a ``scheduler`` it also ticks
     every ``tick_seconds`` in a background thread for the app's lifetime.
 
-    ``base_url`` is used in feed links (default: the URL the request came in on).
+    ``base_url`` is used in feed links (default: the URL the request came in on) and is an
+    allowed origin of the review forms. ``output`` is where runs write feed files: a
+    correction on the review page rewrites the files it changes there (None: no files,
+    as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
+    webhook messages are retried.
     """
     context = _Context(str(db_path), base_url, page_size, scheduler)
 
@@ -102,6 +111,7 @@ def create_app(
         Route("/feeds/{name}.atom", bound(lambda c, r: _document(c, r, "feed", "atom"))),
         Route("/orgs/{name}.json", bound(lambda c, r: _document(c, r, "org", "json"))),
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
+        *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -162,7 +172,9 @@ def _landing(context: _Context, request: Request) -> Response:
         "</head><body><h1>feedmd</h1><p>De-duplicated, full-text news feeds.</p>"
         f"<ul>{rows or '<li>No public feeds.</li>'}</ul>"
         f'<p><a href="{base}/feeds">/feeds</a> lists them as JSON; private feeds need '
-        "<code>Authorization: Bearer &lt;token&gt;</code>.</p></body></html>"
+        "<code>Authorization: Bearer &lt;token&gt;</code>.</p>"
+        f'<p><a href="{base}/review">Review</a>: runs, clusters, and why each item was '
+        "dropped.</p></body></html>"
     )
     return HTMLResponse(body)
 

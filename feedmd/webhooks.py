@@ -4,6 +4,12 @@ Each new kept item becomes one message per endpoint of its feed or org, queued i
 ``deliveries`` table with its body frozen and a message id that every retry reuses (the
 ``webhook-id`` header), so a receiver deduplicates on it and a restart loses nothing.
 
+An endpoint configured with ``batch = true`` gets one message per run instead
+(``items.kept``, the run id and the run's items of its scope), queued, signed and retried
+exactly like a per-item message. A batch is keyed on (endpoint, run that stored the items),
+so a run that recovers a killed run's items finds that run's batch, with its id and body,
+rather than sending the items again under a new id.
+
 Signing follows Standard Webhooks (the ``standardwebhooks`` package): ``webhook-id``,
 ``webhook-timestamp`` (of the attempt) and ``webhook-signature: v1,<base64 HMAC-SHA256 of
 "id.timestamp.body">``, keyed with the endpoint's ``whsec_<base64>`` secret, read from the
@@ -49,6 +55,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SECRET_ENV = "FEEDMD_WEBHOOK_SECRET"
 SECRET_PREFIX = "whsec_"
 EVENT_TYPE = "item.kept"
+BATCH_EVENT_TYPE = "items.kept"
 ERROR_BODY_BYTES = 200
 
 
@@ -87,8 +94,8 @@ def policy_from(settings: Settings) -> WebhookPolicy:
 
 def endpoint_specs(config: Config) -> list[EndpointSpec]:
     """The endpoints the configuration declares (``config.webhooks``: objects with ``url``,
-    ``org``, optional ``feed`` and ``secret_env``); a feed endpoint gets its feed's items,
-    an org endpoint every item of the org."""
+    ``org``, optional ``feed``, ``secret_env`` and ``batch``); a feed endpoint gets its
+    feed's items, an org endpoint every item of the org."""
     specs = []
     for hook in getattr(config, "webhooks", ()):
         feed = getattr(hook, "feed", "") or ""
@@ -98,6 +105,7 @@ def endpoint_specs(config: Config) -> list[EndpointSpec]:
                 scope="feed" if feed else "org",
                 scope_name=feed or hook.org,
                 secret_env=getattr(hook, "secret_env", "") or DEFAULT_SECRET_ENV,
+                batch=bool(getattr(hook, "batch", False)),
             )
         )
     return specs
@@ -151,28 +159,68 @@ def redact(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
-def payload(item_json: dict[str, Any], at: datetime) -> str:
-    """The message body: the Standard Webhooks envelope around the JSON Feed item."""
+def _envelope(event: str, data: dict[str, Any], at: datetime) -> str:
+    """The Standard Webhooks envelope (type, timestamp, data), compact JSON."""
     return json.dumps(
-        {"type": EVENT_TYPE, "timestamp": iso(at), "data": item_json},
+        {"type": event, "timestamp": iso(at), "data": data},
         ensure_ascii=False,
         separators=(",", ":"),
     )
 
 
+def payload(item_json: dict[str, Any], at: datetime) -> str:
+    """The message body: the Standard Webhooks envelope around the JSON Feed item."""
+    return _envelope(EVENT_TYPE, item_json, at)
+
+
+def batch_payload(run_id: int, items_json: Sequence[dict[str, Any]], at: datetime) -> str:
+    """A batch's body: the envelope around the run id and the JSON Feed items, in JSON Feed
+    order (newest first), so a receiver can treat ``items`` as a feed page."""
+    return _envelope(BATCH_EVENT_TYPE, {"run_id": run_id, "items": list(items_json)}, at)
+
+
+def new_message_id() -> str:
+    """A fresh webhook-id. Random, not derived from (endpoint, run): two feedmd stores
+    sending to one receiver must never collide; the store keeps it for the retries."""
+    return f"msg_{uuid.uuid4().hex}"
+
+
 def enqueue_items(
     db: sqlite_utils.Database, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
 ) -> int:
-    """Queue each kept item for every endpoint of its feed or org; return new messages."""
+    """Queue each kept item for every endpoint of its feed or org: one message per item
+    for a per-item endpoint, one per run for a batch endpoint; return new messages.
+
+    Queuing again is harmless: an item is queued once per endpoint and a run's batch once
+    per endpoint, ever (the first queuing's id and body stay).
+    """
     targets = deliveries.endpoints_for_items(db, item_ids)
-    if not targets:
-        return 0
     messages = []
     for item in deliveries.items_by_id(db, list(targets)):
         body = payload(json_item(item), now)
         for endpoint_id in targets[item.item_id]:
-            messages.append((item.item_id, endpoint_id, f"msg_{uuid.uuid4().hex}", body))
-    return deliveries.enqueue(db, messages, now, policy.retry_hours)
+            messages.append((item.item_id, endpoint_id, new_message_id(), body))
+    queued = deliveries.enqueue(db, messages, now, policy.retry_hours) if messages else 0
+    return queued + _enqueue_batches(db, item_ids, policy, now)
+
+
+def _enqueue_batches(
+    db: sqlite_utils.Database, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
+) -> int:
+    """Queue one message per (batch endpoint, run that stored the items) with those items;
+    no items, no batch. Returns how many were new."""
+    groups = deliveries.batches_for_items(db, item_ids)
+    if not groups:
+        return 0
+    wanted = sorted({item_id for members in groups.values() for item_id in members})
+    items = {item.item_id: item for item in deliveries.items_by_id(db, wanted)}
+    rendered = {item_id: json_item(item) for item_id, item in items.items()}
+    batches = []
+    for (endpoint_id, run_id), members in sorted(groups.items()):
+        newest_first = sorted(members, key=lambda n: (items[n].published, n), reverse=True)
+        body = batch_payload(run_id, [rendered[n] for n in newest_first], now)
+        batches.append((endpoint_id, run_id, new_message_id(), body, members))
+    return deliveries.enqueue_batches(db, batches, now, policy.retry_hours)
 
 
 @dataclass

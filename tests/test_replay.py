@@ -76,3 +76,22 @@ def _items(db: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM items").fetchone()[0])
     finally:
         conn.close()
+
+
+def test_a_reviewers_override_stands_in_a_replay(tmp_path: Path) -> None:
+    from feedmd.db import connect
+    from feedmd.overrides import restore
+    from feedmd.timeutil import utcnow
+
+    db_path = run_demo(tmp_path / "demo", echo=lambda _: None).database
+    db = connect(db_path)
+    try:
+        (item_id,) = db.conn.execute(
+            "SELECT id FROM items WHERE decision = 'duplicate' AND stage = 'stage1'"
+            " ORDER BY id LIMIT 1"
+        ).fetchone()
+        restore(db, item_id, "tester", utcnow())
+    finally:
+        db.close()
+    result = replay(db_path)
+    assert result.changes == []

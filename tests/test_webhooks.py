@@ -6,6 +6,7 @@ and sees the retries carry the same webhook-id and body. The schedule is driven 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -27,7 +28,7 @@ from standardwebhooks.webhooks import Webhook
 
 from feedmd import deliveries, webhooks
 from feedmd.cli_delivery import deliveries_group, export_command
-from feedmd.config import Config
+from feedmd.config import Config, WebhookConfig
 from feedmd.db import connect
 from feedmd.errors import ConfigError
 from feedmd.pipeline import run
@@ -160,8 +161,11 @@ def receiver(secret: str) -> Iterator[Receiver]:
     built.stop()
 
 
-def stored_day(site: Site, store: Store) -> tuple[Config, int]:
-    """A real run that keeps two items in feed 'a' of org 'org'; returns its config, run."""
+def stored_day(
+    site: Site, store: Store, hooks: tuple[WebhookConfig, ...] = (), deliver_outputs: bool = True
+) -> tuple[Config, int]:
+    """A real run that keeps two items in feed 'a' of org 'org' (delivering them to
+    ``hooks`` in its step 6 unless ``deliver_outputs`` is off); returns its config, run."""
     first = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
     other = site.put("http://other.example/ferry", article_html("Ferry", story("ferry")))
     feed = site.put(
@@ -173,8 +177,8 @@ def stored_day(site: Site, store: Store) -> tuple[Config, int]:
             ]
         ),
     )
-    config = make_config([("org", "a", feed)], site.start())
-    report = run(store, config, now=at(12))
+    config = dataclasses.replace(make_config([("org", "a", feed)], site.start()), webhooks=hooks)
+    report = run(store, config, now=at(12), deliver_outputs=deliver_outputs)
     return config, report.run_id
 
 
@@ -371,3 +375,137 @@ def test_the_demo_helper_delivers_every_kept_item(
     assert all(seen["valid"] for seen in receiver.seen)
     with pytest.raises(ConfigError, match="FEEDMD_UNSET_SECRET is not set"):
         webhooks.send_all_kept(store.db, receiver.url, secret_env="FEEDMD_UNSET_SECRET")
+
+
+# ---- batch endpoints -----------------------------------------------------------------------
+
+
+def batch_hook(receiver: Receiver) -> WebhookConfig:
+    """An org endpoint configured with ``batch = true``."""
+    return WebhookConfig(url=receiver.url, org="org", secret_env=SECRET_ENV, batch=True)
+
+
+def batches(receiver: Receiver) -> list[dict[str, Any]]:
+    """The batch messages the receiver saw, in order."""
+    return [seen for seen in receiver.seen if json.loads(seen["body"])["type"] == "items.kept"]
+
+
+def test_a_batch_endpoint_gets_one_signed_message_with_all_the_runs_items(
+    site: Site, store: Store, receiver: Receiver, secret: str
+) -> None:
+    per_item = WebhookConfig(url=receiver.url, org="org", feed="a", secret_env=SECRET_ENV)
+    config, run_id = stored_day(site, store, hooks=(batch_hook(receiver), per_item))
+
+    assert len(receiver.seen) == 3  # the per-item endpoint's two, the batch endpoint's one
+    assert all(seen["valid"] for seen in receiver.seen)  # the standard library's HMAC
+    (seen,) = batches(receiver)
+    Webhook(secret).verify(seen["body"], seen["headers"])  # and the reference library's
+    message = json.loads(seen["body"])
+    assert set(message) == {"type", "timestamp", "data"}
+    kept = deliveries.kept_items(store.db, org="org")  # JSON Feed order: newest first
+    assert message["data"] == {"run_id": run_id, "items": [deliver.json_item(i) for i in kept]}
+
+    rows = deliveries.list_deliveries(store.db)
+    (row,) = [r for r in rows if r.batch_items]
+    assert (row.status, row.attempts, row.message_id) == ("delivered", 1, seen["id"])
+    assert row.title == f"batch of 2 items of run {run_id}"
+    assert deliveries.batch_items(store.db, row.id) == sorted(i.item_id for i in kept)
+
+    again = deliver.deliver(store, config, run_id, [i.item_id for i in kept], at(12))
+    assert (int(again), again.webhooks) == (0, deliver.WebhookCounts(0, 0, 0))
+    assert len(receiver.seen) == 3  # queued once per run and endpoint, ever
+
+
+def test_a_batch_is_retried_with_the_same_id_and_body_and_counts_as_endpoint_failures(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    config, run_id = stored_day(site, store)  # stored, no endpoint yet
+    receiver.plan = [500, "close"]
+    hooked = dataclasses.replace(config, webhooks=(batch_hook(receiver),))
+    kept = sorted(item.item_id for item in deliveries.kept_items(store.db, feed="a"))
+    result = deliver.deliver(store, hooked, run_id, kept, at(12))
+    assert result.webhooks == deliver.WebhookCounts(queued=1, delivered=0, failed_attempts=1)
+    assert result == 0 and result.files == 0  # no output folder: still the int it was
+    (endpoint,) = deliveries.list_endpoints(store.db)
+    assert endpoint.batch and endpoint.consecutive_failures == 1 and endpoint.paused_until
+    (row,) = deliveries.list_deliveries(store.db)
+    assert (row.status, row.last_http_status) == ("pending", 500)
+    assert row.next_attempt_at and row.next_attempt_at > row.created_at  # backed off
+
+    later = utcnow() + timedelta(hours=1)
+    assert webhooks.deliver_due(store.db, FAST, now=later).failed_attempts == 1
+    assert deliveries.list_endpoints(store.db)[0].consecutive_failures == 2
+    assert webhooks.deliver_due(store.db, FAST, now=later + timedelta(hours=1)).delivered == 1
+
+    assert len(receiver.seen) == 3 and all(seen["valid"] for seen in receiver.seen)
+    assert {seen["id"] for seen in receiver.seen} == {row.message_id}
+    assert len({seen["body"] for seen in receiver.seen}) == 1  # frozen at queuing
+    (row,) = deliveries.list_deliveries(store.db)
+    assert (row.status, row.attempts, row.batch_items) == ("delivered", 3, 2)
+    assert deliveries.list_endpoints(store.db)[0].consecutive_failures == 0
+
+
+def test_a_run_without_new_items_sends_no_batch_and_the_next_new_item_its_own(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    config, first_run = stored_day(site, store, hooks=(batch_hook(receiver),))
+    assert len(receiver.seen) == 1
+
+    quiet = run(store, config, now=at(13), force=True)
+    assert quiet.kept == 0
+    assert len(receiver.seen) == 1 and len(deliveries.list_deliveries(store.db)) == 1
+
+    extra = site.put("http://three.example/bridge", article_html("Bridge", story("bridge")))
+    site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Old river bridge closes for a year of repairs", extra, at(13))]),
+    )
+    busy = run(store, config, now=at(14), force=True)
+    assert busy.kept == 1
+    first, second = (json.loads(seen["body"]) for seen in batches(receiver))
+    assert first["data"]["run_id"] == first_run and len(first["data"]["items"]) == 2
+    assert second["data"]["run_id"] == busy.run_id
+    assert [item["title"] for item in second["data"]["items"]] == [
+        "Old river bridge closes for a year of repairs"
+    ]
+    assert len({seen["id"] for seen in receiver.seen}) == 2
+
+
+def _kill(store: Store, run_id: int, recovered: int | None = None) -> None:
+    """Make ``run_id`` look killed mid-run (status 'running', no live lease), as SIGKILL
+    leaves it, and forget that it recovered run ``recovered``; the next run abandons it
+    and delivers again every kept item of an unrecovered dead run."""
+    store.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+    if recovered is not None:
+        store.conn.execute("UPDATE runs SET recovered_by = NULL WHERE id = ?", (recovered,))
+
+
+def test_a_recovered_run_gets_its_own_batch_once_with_one_id(
+    site: Site, store: Store, receiver: Receiver
+) -> None:
+    hooks = (batch_hook(receiver),)
+    # run 1 is killed after storing its items, before step 6 queued anything
+    config, dead = stored_day(site, store, hooks=hooks, deliver_outputs=False)
+    _kill(store, dead)
+    receiver.plan = [500]
+    recovering = run(store, config, now=at(13), force=True)  # no new items of its own
+    assert recovering.kept == 0
+    (row,) = deliveries.list_deliveries(store.db)
+    assert (row.status, row.attempts, row.batch_items) == ("pending", 1, 2)
+    assert json.loads(receiver.seen[0]["body"])["data"]["run_id"] == dead  # the storing run
+
+    # the recovering run is killed too, after its step 6 queued the batch: run 3 recovers
+    # run 1's items again and must find that batch, not queue one with a new id
+    _kill(store, recovering.run_id, recovered=dead)
+    third = run(store, config, now=at(14), force=True)
+    assert third.kept == 0
+    recovered_by = store.conn.execute("SELECT recovered_by FROM runs WHERE id = ?", (dead,))
+    assert recovered_by.fetchone()[0] == third.run_id
+    assert [r.message_id for r in deliveries.list_deliveries(store.db)] == [row.message_id]
+
+    webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=1))
+    assert len(receiver.seen) == 2 and all(seen["valid"] for seen in receiver.seen)
+    assert {seen["id"] for seen in receiver.seen} == {row.message_id}
+    assert deliveries.list_deliveries(store.db)[0].status == "delivered"
+    run(store, config, now=at(15), force=True)
+    assert len(receiver.seen) == 2 and len(deliveries.list_deliveries(store.db)) == 1

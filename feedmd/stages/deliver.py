@@ -5,7 +5,8 @@ export``, ``feedmd serve`` and the webhook payloads, so a webhook carries exactl
 object of the JSON Feed. ``deliver`` is step 6 of the pipeline: it stores the configured
 visibility and webhook endpoints, rewrites the files of the feeds that gained items
 (atomically: temporary file, then rename), queues the new kept items for every endpoint of
-their feed or org, and makes one delivery pass.
+their feed or org (one message per item, or one per run for a batch endpoint), makes one
+delivery pass, and returns the counts of both for the run report.
 """
 
 from __future__ import annotations
@@ -277,6 +278,43 @@ def publish(
     return record_deliveries(store, run_id, kept, FILES_TARGET, now)
 
 
+@dataclass(frozen=True)
+class WebhookCounts:
+    """The webhook side of one step 6: messages newly queued (per-item and batch), and of
+    the delivery pass that followed (which also sends earlier runs' due retries), the
+    messages delivered and the attempts that failed."""
+
+    queued: int = 0
+    delivered: int = 0
+    failed_attempts: int = 0
+
+
+class Delivered(int):
+    """What step 6 did. The int value is the items newly written to files, which is what
+    ``RunReport.delivered`` has always counted, so the conductor and the report keep
+    working unchanged; ``webhooks`` carries the webhook counts for the report to show.
+
+    An int subclass, not a plain dataclass, so the report can start showing the webhook
+    counts in a change of its own: until then ``dataclasses.asdict``, ``json.dumps`` and
+    f-strings see the plain number.
+    """
+
+    webhooks: WebhookCounts
+
+    def __new__(cls, files: int = 0, webhooks: WebhookCounts | None = None) -> Delivered:
+        value = super().__new__(cls, files)
+        value.webhooks = webhooks or WebhookCounts()
+        return value
+
+    @property
+    def files(self) -> int:
+        """Items newly written to the output files (0 without an output folder)."""
+        return int(self)
+
+    def __repr__(self) -> str:
+        return f"Delivered(files={int(self)}, webhooks={self.webhooks!r})"
+
+
 def deliver(
     store: Store,
     config: Config,
@@ -284,9 +322,12 @@ def deliver(
     kept: Sequence[int],
     now: datetime,
     output_dir: str | None = None,
-) -> int:
-    """Step 6: files, then webhooks. Returns the items newly written to files.
+) -> Delivered:
+    """Step 6: files, then webhooks. Returns the items newly written to files (an int) with
+    the webhook counts attached.
 
+    ``kept`` may hold a killed run's recovered items beside this run's: batches group items
+    by the run that stored them, so the dead run's batch is found again, not sent twice.
     Webhook bookkeeping runs on the clock, not on ``now``: a replayed day (``--now``) still
     signs with the real time, which receivers check against theirs.
     """
@@ -298,9 +339,9 @@ def deliver(
     directory = output_dir or config.output.directory
     written = publish(store, run_id, kept, directory, config.output.base_url, now, page_size)
     policy = webhooks.policy_from(settings)
-    webhooks.enqueue_items(store.db, kept, policy, utcnow())
-    webhooks.deliver_due(store.db, policy)
-    return written
+    queued = webhooks.enqueue_items(store.db, kept, policy, utcnow())
+    sent = webhooks.deliver_due(store.db, policy)
+    return Delivered(written, WebhookCounts(queued, sent.delivered, sent.failed_attempts))
 
 
 def sync_configuration(store: Store, config: Config) -> None:

@@ -1,0 +1,350 @@
+"""The review page of `feedmd serve` over HTTP: runs, clusters, trails, search, the
+"Not a duplicate" and "Merge" corrections, who may make them, and the CSRF defence.
+
+The store is the demo's (the real pipeline on the fixture news day, built once per module
+and copied per test), served by a real uvicorn on a free 127.0.0.1 port (test_serve.py's
+``serving``) and read with httpx, as a browser would but without one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from test_serve import serving
+
+from feedmd import deliveries, overrides
+from feedmd.db import open_store
+from feedmd.deliveries import EndpointSpec
+from feedmd.demo import run_demo
+from feedmd.review import chart, queries
+from feedmd.server import create_app
+from feedmd.timeutil import utcnow
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's database (two runs of the fixture day), built once for the module."""
+    out = tmp_path_factory.mktemp("demo")
+    return run_demo(out, echo=lambda _: None).database
+
+
+def copy_db(source: Path, target: Path) -> Path:
+    """A private copy of a store (SQLite's backup API: consistent, WAL included)."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    return target
+
+
+def item_id(db_path: Path, publisher: str, title_start: str) -> int:
+    """The id of the demo item of ``publisher`` whose title starts with ``title_start``."""
+    db = open_store(db_path)
+    try:
+        row = db.conn.execute(
+            "SELECT id FROM items WHERE publisher = ? AND title_raw LIKE ?",
+            (publisher, f"{title_start}%"),
+        ).fetchone()
+    finally:
+        db.close()
+    assert row is not None, (publisher, title_start)
+    return int(row[0])
+
+
+@dataclass
+class Site:
+    """A served copy of the demo store."""
+
+    http: httpx.Client
+    db_path: Path
+    out: Path
+
+    @property
+    def origin(self) -> dict[str, str]:
+        return {"Origin": str(self.http.base_url).rstrip("/")}
+
+    def post(
+        self, path: str, data: dict[str, str], *, follow_redirects: bool = True
+    ) -> httpx.Response:
+        """A form sent from the review page itself (its Origin)."""
+        return self.http.post(
+            path, data=data, headers=self.origin, follow_redirects=follow_redirects
+        )
+
+    def query(self, sql: str, *params: object) -> list[tuple[object, ...]]:
+        db = open_store(self.db_path)
+        try:
+            return db.conn.execute(sql, params).fetchall()
+        finally:
+            db.close()
+
+
+@pytest.fixture
+def site(demo_db: Path, tmp_path: Path) -> Iterator[Site]:
+    db_path = copy_db(demo_db, tmp_path / "feedmd.db")
+    db = open_store(db_path)  # applies 0008 if the demo store predates it
+    deliveries.add_endpoint(
+        db, EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()
+    )
+    db.close()
+    out = tmp_path / "out"
+    output = overrides.FileOutput(str(out), "http://feeds.test", 100)
+    with serving(create_app(db_path, output=output)) as http:
+        yield Site(http, db_path, out)
+
+
+def kept_in_feed(site: Site, feed: str) -> dict[int, dict[str, object]]:
+    document = site.http.get(f"/feeds/{feed}.json").json()
+    return {item["_feedmd"]["canonical_item_id"]: item for item in document["items"]}
+
+
+# ---- pages ---------------------------------------------------------------------------------
+
+
+def test_runs_page_shows_counts_timings_and_chart(site: Site) -> None:
+    page = site.http.get("/review")
+    assert page.status_code == 200
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    html = page.text
+    assert 'href="/review/runs/1"' in html and 'href="/review/runs/2"' in html
+    assert "cjk 1, jaccard 2, url 1" in html and "tlsh 3" in html
+    assert "scrape " in html and "deliver " in html
+    assert '<svg class="chart"' in html and "38 kept, 8 dropped as duplicates" in html
+    assert site.http.get("/review/review.css").headers["content-type"].startswith("text/css")
+    assert '/review">Review</a>' in site.http.get("/").text
+
+
+def test_run_page_groups_items_into_clusters(site: Site) -> None:
+    canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    page = site.http.get("/review/runs/1")
+    assert page.status_code == 200
+    html = page.text
+    cluster = html[html.index(f'id="cluster-{canonical}"') :]
+    cluster = cluster[: cluster.index("</details>")]
+    assert f"/review/items/{copy}/not-duplicate" in cluster
+    assert "merged by jaccard" in cluster and "KXLT 7 News" in cluster
+    assert "Failed (2)" in html
+    # run 2's one duplicate points at a canonical stored by run 1
+    assert "canonical from run 1" in site.http.get("/review/runs/2").text
+    assert site.http.get("/review/runs/99").status_code == 404
+
+
+def test_clusters_put_every_duplicate_under_its_kept_item() -> None:
+    def row(id_: int, decision: str, matched: int | None = None) -> queries.ItemRow:
+        return queries.ItemRow(
+            id_, 2, "f", "o", f"t{id_}", "p", "u", f"2026-10-12T0{id_}:00:00Z", "stage1",
+            decision, "jaccard" if matched else None, None, None, matched,
+        )  # fmt: skip
+
+    earlier = row(1, "kept")
+    items = [row(2, "kept"), row(3, "duplicate", 2), row(4, "duplicate", 1), row(5, "failed")]
+    groups = queries.clusters(items, [earlier])
+    assert [(c.canonical.id, [m.id for m in c.members]) for c in groups] == [
+        (1, [4]),
+        (2, [3]),
+    ]
+
+
+def test_item_page_shows_the_trail_evidence_window_and_scope(site: Site) -> None:
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    html = site.http.get(f"/review/items/{copy}").text
+    assert "by rule <strong>jaccard</strong>" in html
+    assert "score 1 against threshold 0.6" in html
+    assert "48 h, scope org" in html
+    assert "shared tokens" in html and "subject gate" in html
+    assert ">Not a duplicate</button>" in html
+    assert site.http.get("/review/items/999999").status_code == 404
+
+
+def test_search_by_url_title_and_publisher(site: Site) -> None:
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    (url,) = site.query("SELECT url_raw FROM items WHERE id = ?", copy)[0]
+    for query in ("KXLT", "lung nodule", str(url)):
+        html = site.http.get("/review/search", params={"q": query}).text
+        assert f'href="/review/items/{copy}"' in html, query
+    assert "No item you may see" in site.http.get("/review/search?q=zzzqqq").text
+
+
+# ---- corrections ---------------------------------------------------------------------------
+
+
+def test_not_a_duplicate_restores_the_item_everywhere(site: Site) -> None:
+    canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    assert copy not in kept_in_feed(site, "pope-leo")
+
+    answer = site.post(
+        f"/review/items/{copy}/not-duplicate", {"next": "/review/runs/1"}, follow_redirects=False
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/review/runs/1?notice=restored")
+    assert "is back in its feed" in site.http.get(answer.headers["location"]).text
+
+    feed = kept_in_feed(site, "pope-leo")
+    assert copy in feed
+    also = [d["publisher"] for d in feed[canonical]["_feedmd"]["also_published_by"]]
+    assert "KXLT 7 News" not in also
+    written = json.loads((site.out / "pope-leo.json").read_text())
+    assert copy in [item["_feedmd"]["canonical_item_id"] for item in written["items"]]
+    assert site.query("SELECT decision, rule, matched_item_id FROM items WHERE id = ?", copy) == [
+        ("kept", "override", None)
+    ]
+    ((kind, who, previous),) = site.query(
+        "SELECT kind, created_by, previous_json FROM overrides WHERE item_id = ?", copy
+    )
+    assert (kind, who) == ("not_duplicate", "public")
+    assert json.loads(str(previous))["rule"] == "jaccard"
+    assert site.query(
+        "SELECT status FROM deliveries WHERE item_id = ? AND endpoint_id IS NOT NULL", copy
+    ) == [("pending",)]
+
+    db = open_store(site.db_path)
+    pairs = overrides.never_merge_pairs(db)
+    db.close()
+    (feed_a, entry_a), (feed_b, entry_b) = (
+        site.query(
+            "SELECT f.name, i.entry_id FROM items i JOIN feeds f ON f.id = i.feed_id"
+            " WHERE i.id = ?",
+            id_,
+        )[0]
+        for id_ in (copy, canonical)
+    )
+    key_copy = overrides.entry_key(str(feed_a), str(entry_a))
+    key_canonical = overrides.entry_key(str(feed_b), str(entry_b))
+    assert pairs == {(key_copy, key_canonical), (key_canonical, key_copy)}
+
+    trail = site.http.get(f"/review/items/{copy}").text
+    assert "Overrides" in trail and "is not a duplicate of item" in trail and "public" in trail
+    again = site.post(f"/review/items/{copy}/not-duplicate", {})
+    assert again.status_code == 409
+
+
+def test_merge_marks_a_missed_duplicate(site: Site) -> None:
+    canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    missed = item_id(site.db_path, "Metro News", "What we know about the Pope")
+    form = site.http.get(f"/review/items/{missed}", params={"q": "lung nodule"}).text
+    assert f'value="{canonical}"' in form and "Merge into the selected item" in form
+
+    # choosing a duplicate merges into its kept item: duplicates never point at duplicates
+    answer = site.post(
+        f"/review/items/{missed}/merge", {"canonical": str(copy)}, follow_redirects=False
+    )
+    assert answer.status_code == 303 and "notice=merged" in answer.headers["location"]
+    assert site.query("SELECT decision, rule, matched_item_id FROM items WHERE id = ?", missed) == [
+        ("duplicate", "override", canonical)
+    ]
+    feed = kept_in_feed(site, "pope-leo")
+    assert missed not in feed
+    also = [d["publisher"] for d in feed[canonical]["_feedmd"]["also_published_by"]]
+    assert "Metro News" in also
+
+    db = open_store(site.db_path)
+    merges = overrides.forced_merges(db)
+    db.close()
+    assert len(merges) == 1
+    ((missed_key, canonical_key),) = merges.items()
+    assert missed_key.startswith("pope-leo\x1f") and canonical_key.startswith("pope-leo\x1f")
+
+
+def test_the_newest_override_of_a_pair_wins(site: Site) -> None:
+    canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    assert site.post(f"/review/items/{copy}/not-duplicate", {}).status_code == 200
+    assert site.post(f"/review/items/{copy}/merge", {"canonical": str(canonical)}).is_success
+    db = open_store(site.db_path)
+    try:
+        assert overrides.never_merge_pairs(db) == set()
+        assert len(overrides.forced_merges(db)) == 1
+    finally:
+        db.close()
+
+
+def test_bad_corrections_are_refused(site: Site) -> None:
+    kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    assert site.post(f"/review/items/{kept}/not-duplicate", {}).status_code == 409
+    assert site.post(f"/review/items/{kept}/merge", {}).status_code == 400
+    assert site.post(f"/review/items/{kept}/merge", {"canonical": str(kept)}).status_code == 409
+    assert site.post("/review/items/999999/not-duplicate", {}).status_code == 404
+    assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
+
+
+def test_cross_site_forms_are_refused(site: Site) -> None:
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    path = f"/review/items/{copy}/not-duplicate"
+    evil = site.http.post(path, data={}, headers={"Origin": "http://evil.example"})
+    assert evil.status_code == 403
+    assert site.http.post(path, data={}).status_code == 403  # neither Origin nor Referer
+    assert site.http.post(path, content=b"{}", headers=site.origin).status_code == 400
+    assert site.query("SELECT decision FROM items WHERE id = ?", copy) == [("duplicate",)]
+    referer = {"Referer": f"{site.origin['Origin']}/review/items/{copy}"}
+    answer = site.http.post(
+        path, data={"next": "//evil.example/x"}, headers=referer, follow_redirects=True
+    )
+    assert answer.status_code == 200
+    assert answer.url.path == f"/review/items/{copy}"  # never redirected off the site
+
+
+def test_a_private_org_needs_its_token(site: Site) -> None:
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    db = open_store(site.db_path)
+    deliveries.set_public(db, {name: False for name in ("pope-leo", "markets", "metro")})
+    token = deliveries.create_token(db, "newsroom", "alice", utcnow())
+    stale = deliveries.create_token(db, "newsroom", "bob", utcnow())
+    db.close()
+    assert token and stale
+
+    assert site.http.get("/review", follow_redirects=False).headers["location"] == "/review/login"
+    assert site.http.get(f"/review/items/{copy}").status_code == 401
+    assert "not shown" in site.http.get("/review/runs/1").text
+    assert site.post(f"/review/items/{copy}/not-duplicate", {}).status_code == 401
+    assert (
+        site.http.post(
+            "/review/login", data={"token": "fmd_wrong"}, headers=site.origin
+        ).status_code
+        == 401
+    )
+
+    # a script: the Authorization header (no Origin needed: browsers never attach one)
+    bearer = site.http.post(
+        f"/review/items/{copy}/not-duplicate",
+        headers={"Authorization": f"Bearer {token}"},
+        data={},
+        follow_redirects=False,
+    )
+    assert bearer.status_code == 303
+    assert site.query("SELECT created_by FROM overrides") == [("alice",)]
+
+    # a person: the sign-in form sets an HttpOnly, SameSite=Strict cookie for /review only
+    signed = site.post("/review/login", {"token": stale, "next": "/review"}, follow_redirects=False)
+    assert signed.status_code == 303
+    cookie = signed.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/review" in cookie
+    assert "Signed in to <strong>newsroom</strong> as bob" in site.http.get("/review").text
+    db = open_store(site.db_path)
+    (stale_id,) = [row[0] for row in deliveries.list_tokens(db) if row[2] == "bob"]
+    deliveries.revoke_token(db, stale_id, utcnow())
+    db.close()
+    assert site.http.get(f"/review/items/{copy}").status_code == 401  # revoked: signed out
+    out = site.post("/review/logout", {}, follow_redirects=False)
+    assert out.status_code == 303 and 'feedmd_review_token=""' in out.headers["set-cookie"]
+
+
+# ---- the chart -----------------------------------------------------------------------------
+
+
+def test_chart_is_labelled_svg_with_one_bar_pair_per_run() -> None:
+    points = [chart.Point(1, "2026-10-12T20:00:00Z", 38, 7), chart.Point(2, "<b>", 0, 1)]
+    svg = chart.kept_dropped_svg(points)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert 'role="img"' in svg and "38 kept, 8 dropped" in svg
+    assert svg.count('class="bar-kept"') == 2 and svg.count('class="bar-dropped"') == 2
+    assert "<b>" not in svg and "&lt;b&gt;" in svg
+    assert "style=" not in svg  # the page's CSP allows no inline styles
+    assert "No runs yet" in chart.kept_dropped_svg([])
+    assert [chart._nice_max(v) for v in (0, 1, 3, 38, 120)] == [1, 1, 5, 50, 200]

@@ -1,0 +1,131 @@
+"""The review page in a real browser: Debian's Chromium driven by Playwright for Python.
+
+A person's path through it, by mouse and keyboard: open the runs page, open run 1, open a
+cluster from the keyboard, press "Not a duplicate" on a demo merge, and see the item back
+in the feed's JSON Feed. Each page's screenshot is saved in the test's output folder
+(``tmp_path``); with FEEDMD_UPDATE_SCREENSHOT=1 the runs page's is copied to
+docs/review.png, the README's picture.
+
+Playwright's own browser download cannot run here, so the test drives the system Chromium
+(``executable_path``); it is skipped, saying why, only when that Chromium or the
+playwright package is missing (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_review import item_id
+from test_serve import serving
+
+from feedmd.demo import run_demo
+from feedmd.server import create_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+try:
+    from playwright.sync_api import Page, sync_playwright
+except ImportError:  # pragma: no cover - CI installs it with the test extra
+    sync_playwright = None  # type: ignore[assignment]
+
+pytestmark = [
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
+    ),
+    pytest.mark.skipif(
+        sync_playwright is None,
+        reason="needs the playwright package (pip install -e '.[test]')",
+    ),
+]
+
+# As root in a container: no sandbox; no GPU; and nothing that phones home (this machine's
+# closed network refuses those connections, and they slow the start).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def unlabelled_controls(page: Page) -> int:
+    """Form controls a screen reader could not name (no label, aria-label or text)."""
+    return int(
+        page.eval_on_selector_all(
+            "input:not([type=hidden]), button, select, textarea",
+            "els => els.filter(e => !(e.labels && e.labels.length)"
+            " && !e.getAttribute('aria-label') && !e.textContent.trim()).length",
+        )
+    )
+
+
+def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
+    database = run_demo(tmp_path / "demo", echo=lambda _: None).database
+    copy = item_id(database, "KXLT 7 News", "Pope Leo will have surgery")
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    assert sync_playwright is not None
+    with serving(create_app(database)) as http, sync_playwright() as driver:
+        base = str(http.base_url).rstrip("/")
+        browser = driver.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+
+            # the runs page: counts, timings and the chart; the skip link comes first
+            page.goto(f"{base}/review")
+            assert page.get_by_role("heading", name="Runs").is_visible()
+            assert page.get_by_role("img", name=re.compile("kept, 8 dropped")).is_visible()
+            assert unlabelled_controls(page) == 0
+            page.screenshot(path=shots / "runs.png", full_page=True)
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+
+            # a run: open the Pope Leo cluster from the keyboard
+            page.get_by_role("link", name="Run 1", exact=True).click()
+            page.wait_for_url(f"{base}/review/runs/1")
+            cluster = page.locator("details.cluster", has_text="Pope Leo will have surgery")
+            cluster.locator("summary").focus()
+            page.keyboard.press("Enter")
+            assert cluster.get_attribute("open") is not None
+            assert unlabelled_controls(page) == 0
+            page.screenshot(path=shots / "run.png", full_page=True)
+
+            # "Not a duplicate" on the KXLT copy: back to the run, with a status message
+            cluster.get_by_role(
+                "button", name=re.compile(f"^Not a duplicate: restore item {copy},")
+            ).click()
+            page.wait_for_url(re.compile(r"/review/runs/1\?notice=restored"))
+            assert "is back in its feed" in page.get_by_role("status").inner_text()
+            page.screenshot(path=shots / "run-after.png", full_page=True)
+
+            # the item's trail records the override
+            page.goto(f"{base}/review/items/{copy}")
+            assert page.get_by_role("heading", name="Overrides").is_visible()
+            assert unlabelled_controls(page) == 0
+            page.screenshot(path=shots / "item.png", full_page=True)
+
+            # and the item is back in the JSON Feed
+            response = page.goto(f"{base}/feeds/pope-leo.json")
+            assert response is not None and response.ok
+            document = json.loads(response.text())
+            ids = [item["_feedmd"]["canonical_item_id"] for item in document["items"]]
+            assert copy in ids
+            page.screenshot(path=shots / "feed.png")
+        finally:
+            browser.close()
+
+    for name in ("runs", "run", "run-after", "item", "feed"):
+        assert (shots / f"{name}.png").stat().st_size > 1000
+    if os.environ.get("FEEDMD_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(shots / "runs.png", REPO / "docs" / "review.png")
