@@ -183,13 +183,15 @@ def _stages(record: dict[str, Any]) -> list[dict[str, Any]]:
     return stages
 
 
-def _excerpt(value: Any) -> str:
+def excerpt(value: Any) -> str:
+    """A value shortened for display: lists to EXCERPT_ITEMS, text to EXCERPT_CHARS (seed
+    004: the complete evidence stays in the store)."""
     if isinstance(value, list):
-        shown = ", ".join(_excerpt(v) for v in value[:EXCERPT_ITEMS])
+        shown = ", ".join(excerpt(v) for v in value[:EXCERPT_ITEMS])
         more = len(value) - EXCERPT_ITEMS
         return f"[{shown}{f', ... {more} more' if more > 0 else ''}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_excerpt(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {excerpt(v)}" for k, v in value.items()) + "}"
     text = str(value)
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
@@ -215,7 +217,7 @@ def render(trail: Trail) -> str:
         lines.append(f"  error: {item['error']}")
     for stage in trail.stages:
         details = ", ".join(
-            f"{k} {_excerpt(v)}"
+            f"{k} {excerpt(v)}"
             for k, v in stage.items()
             if k not in ("stage", "outcome") and v not in (None, [], "")
         )
@@ -233,7 +235,7 @@ def render(trail: Trail) -> str:
     evidence = {k: v for k, v in item["evidence"].items() if k not in ("window_hours", "scope")}
     if evidence:
         lines.append("  evidence:")
-        lines += [f"    {key}: {_excerpt(value)}" for key, value in evidence.items()]
+        lines += [f"    {key}: {excerpt(value)}" for key, value in evidence.items()]
     if trail.duplicates:
         lines.append(f"  also published by ({len(trail.duplicates)}):")
         lines += [

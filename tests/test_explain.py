@@ -76,8 +76,8 @@ def test_by_id_and_unknown_items(demo_db: Path) -> None:
 
 
 def test_long_evidence_is_bounded_in_text_but_complete_in_json(demo_db: Path) -> None:
-    from feedmd.explain import EXCERPT_ITEMS, _excerpt
+    from feedmd.explain import EXCERPT_ITEMS, excerpt
 
     values = [f"token{i}" for i in range(EXCERPT_ITEMS + 5)]
-    assert _excerpt(values).endswith("... 5 more]")
-    assert len(_excerpt("x" * 1000)) < 200
+    assert excerpt(values).endswith("... 5 more]")
+    assert len(excerpt("x" * 1000)) < 200

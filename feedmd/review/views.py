@@ -93,7 +93,7 @@ _ENV = Environment(
 _ENV.filters["number"] = _number
 _ENV.filters["href"] = _href
 _ENV.filters["when"] = _when
-_ENV.filters["excerpt"] = explain._excerpt  # the CLI's bounded excerpts, shared
+_ENV.filters["excerpt"] = explain.excerpt  # the CLI's bounded excerpts, shared
 
 
 @contextlib.contextmanager
