@@ -133,8 +133,8 @@ def _stage1(
     snapshot = store.snapshot(entries, settings, now)
     known = store.known_entries(entries)
     first = stage1.decide(entries, snapshot, known, settings, now)
-    pages = store.known_pages(scrape.page_keys(first.survivors), settings)
-    deferred = scrape.over_budget(first, pages, settings.max_pages_per_run)
+    stored = store.stored_page_keys(scrape.page_keys(first.survivors))
+    deferred = scrape.over_budget(first, stored, settings.max_pages_per_run)
     if deferred:
         entries = [e for e in entries if e.feed not in deferred]
         fetched = [
@@ -155,7 +155,8 @@ def _scrape(
     on_page: Callable[[int, int], None] | None,
 ) -> tuple[Stage1Result, dict[PageKey, Page]]:
     """Step 3: scrape the survivors (reusing the org's pages), settle failed originals."""
-    known_entries = store.known_entries(entries)
+    # the entries stage 1 found stored already (no second query for them)
+    known_entries = {(e.feed, e.entry_id) for e in first.seen_before}
 
     def fetch_pages(survivors: list[stage1.Candidate]) -> dict[PageKey, Page]:
         keys = scrape.page_keys(survivors)

@@ -462,6 +462,20 @@ class Store:
                 )
         return found
 
+    def stored_page_keys(self, keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which (org, page key) pairs have a stored body: what the page budget counts as
+        reused, without loading the bodies themselves."""
+        found: set[tuple[str, str]] = set()
+        for org, page_key in set(keys):
+            row = self.conn.execute(
+                "SELECT 1 FROM bodies b JOIN orgs o ON o.id = b.org_id"
+                " WHERE o.name = ? AND b.url_hash = ?",
+                (org, page_key),
+            ).fetchone()
+            if row is not None:
+                found.add((org, page_key))
+        return found
+
     def stale_bodies(self, settings: Settings, now: datetime) -> list[Page]:
         """Bodies of kept items in the dedup window fingerprinted under other prose
         settings: their digests would not compare with fresh ones."""
