@@ -12,6 +12,7 @@ touching the deciding stages.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,13 +55,28 @@ def connect(path: str | Path) -> sqlite_utils.Database:
         raise StoreError(f"{path}: the folder {path.parent} does not exist")
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _enable_wal(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot open as an SQLite database: {exc}") from None
     return sqlite_utils.Database(conn)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. Switching a new file needs it exclusively, and SQLite answers
+    "database is locked" at once (no busy wait) while another process is opening the same
+    new file (two runs started together): retry for the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def open_store(
@@ -114,6 +130,11 @@ def apply_migrations(
             continue
         try:
             with transaction(db) as conn:
+                # another process may have applied it while this one waited for the lock
+                if conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
+                ).fetchone():
+                    continue
                 for statement in split_statements(migration.sql):
                     conn.execute(statement)
                 conn.execute(

@@ -95,3 +95,27 @@ def test_migrate_list_shows_pending_then_applied(tmp_path: Path) -> None:
     listed = runner.invoke(main, ["migrate", "--db", db, "--list"])
     assert "applied  0001_initial" in listed.output
     assert runner.invoke(main, ["migrate", "--db", db]).output.startswith("applied 0 migration(s)")
+
+
+def test_processes_opening_one_new_store_together_all_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "shared.db"
+    start = time.time() + 2.0  # every process opens at the same moment (imports done)
+    code = (
+        "import time; from feedmd.db import open_store; "
+        f"time.sleep(max(0.0, {start} - time.time())); open_store({str(db)!r}).close()"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, results
+    opened = connect(db)
+    assert list(applied_migrations(opened)) == [m.name for m in available_migrations()]
+    opened.close()
