@@ -471,7 +471,8 @@ def sweep_command(
 
 @main.group("eval")
 def eval_group() -> None:
-    """Measure feedmd on labelled data (formats in shared/eval/README.md)."""
+    """Measure feedmd on labelled data: your own files, or the development data in the
+    repository's eval/ folder (eval/README.md there describes every format)."""
 
 
 def _print_eval(report: dict[str, Any], as_json: bool, summary_keys: list[str]) -> None:
@@ -562,7 +563,7 @@ def eval_pages_command(
 def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
     """Score stage 2 on labelled page pairs (reprint / different): reprint recall, false
     merges and precision for TLSH, for shingle containment and for both combined. Build a
-    set from real pages with shared/tools/make_reprints.py."""
+    set from real pages with `feedmd eval make-reprints`."""
     from feedmd.evaluation.reprints import evaluate_reprints
 
     settings = load_config(None, overrides=_settings_from(kwargs)).settings
@@ -572,6 +573,51 @@ def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
     )
     if not as_json:
         click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
+
+
+@eval_group.command("make-reprints")
+@click.argument("pages", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option(
+    "--seed",
+    type=int,
+    default=7,
+    show_default=True,
+    help="Seed of the wire edits; the same pages and seed give the same set.",
+)
+@click.option(
+    "--per-body",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Pairs of each label made from each page.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was made as JSON.")
+def eval_make_reprints_command(
+    pages: str, out: str, seed: int, per_body: int, as_json: bool
+) -> None:
+    """Build labelled page pairs for `feedmd eval reprints` from real pages with checked
+    bodies (PAGES holds truth.jsonl and html/<id>.html.gz): each body is placed inside other
+    pages' real layouts with wire edits (reprint pairs), and each layout carries another
+    page's body against itself (different pairs). Writes OUT/html/ and OUT/pairs.jsonl."""
+    from feedmd.evaluation.reprint_set import build_reprint_set
+
+    made = build_reprint_set(pages, out, seed=seed, per_body=per_body)
+    summary = {
+        "pages": made.pages,
+        "usable_pages": made.usable_pages,
+        "pairs": len(made.pairs),
+        **made.counts(),
+        "pairs_file": str(Path(out) / "pairs.jsonl"),
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(
+        f"{summary['usable_pages']} of {summary['pages']} pages have a usable layout; "
+        f"{summary['pairs']} pairs: {summary.get('reprint', 0)} reprint, "
+        f"{summary.get('different', 0)} different -> {summary['pairs_file']}"
+    )
 
 
 @main.command("fingerprint")
