@@ -32,7 +32,7 @@ from feedmd.stages.headlines import Headline, match_headlines, normalize_headlin
 from feedmd.stages.title_index import TitleIndex
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "eval" / "headlines" / "uci-dev.jsonl"
+DEFAULT_DATA = REPO / "eval" / "headlines" / "uci-dev.jsonl"
 FALLBACK_DATA = REPO / "fixtures" / "expected" / "scenarios.json"
 SEED = 3
 # Share of generated headlines that rewrite a recent one (some still fall below the

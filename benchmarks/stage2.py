@@ -33,7 +33,7 @@ import tlsh
 from feedmd.stages.tlsh_index import TlshIndex
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "eval" / "pages" / "truth.jsonl"
+DEFAULT_DATA = REPO / "eval" / "pages" / "truth.jsonl"
 SEED = 2
 THRESHOLD = 40  # Settings.tlsh_max_distance's default
 MIN_BYTES, MAX_BYTES = 1_000, 20_000

@@ -22,7 +22,8 @@ from feedmd.stages.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-SHARED = REPO.parent / "shared"
+# The development evaluation data, vendored (eval/SOURCES.md names origins and licences).
+EVAL = REPO / "eval"
 DAY = datetime(2026, 10, 12, tzinfo=UTC)
 
 

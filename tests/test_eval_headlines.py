@@ -1,5 +1,5 @@
 """`feedmd eval headlines|pairs`: the metrics on hand-made data, errors on bad files, and
-the figures on the development data (where ../shared is present)."""
+the figures on the development data (eval/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SHARED
+from conftest import EVAL
 
 from feedmd.cli import main
 from feedmd.config import Settings
@@ -137,11 +137,10 @@ def test_bad_files_name_the_line(tmp_path: Path, content: str, message: str) -> 
     assert result.exit_code == 1 and message in result.output
 
 
-UCI = SHARED / "eval" / "headlines" / "uci-dev.jsonl"
-STS = SHARED / "eval" / "headline-pairs" / "sts-dev.jsonl"
+UCI = EVAL / "headlines" / "uci-dev.jsonl"
+STS = EVAL / "headline-pairs" / "sts-dev.jsonl"
 
 
-@pytest.mark.skipif(not UCI.exists(), reason="../shared/eval is not beside this checkout")
 def test_uci_urls_never_normalise_alike() -> None:
     from feedmd import normalize_url
 

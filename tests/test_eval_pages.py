@@ -1,5 +1,5 @@
 """`feedmd eval pages`: the benchmark's shingle metric, the real extraction path, clear
-errors for bad data, and floors on the development pages (skipped without shared/eval)."""
+errors for bad data, and floors on the development pages (eval/pages)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, article_html
+from conftest import EVAL, article_html
 
 from feedmd.config import Settings
 from feedmd.errors import FeedmdError
 from feedmd.evaluation.headlines import EvalDataError
 from feedmd.evaluation.pages import evaluate_pages, score_page, shingles, summarise
 
-PAGES = SHARED / "eval" / "pages"
+PAGES = EVAL / "pages"
 
 
 def paragraph(name: str) -> str:
@@ -155,8 +155,6 @@ def test_missing_folder_or_truth_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def dev_report() -> dict[str, Any]:
-    if not (PAGES / "truth.jsonl").is_file():
-        pytest.skip(f"development pages not found at {PAGES}")
     return evaluate_pages(PAGES, Settings(), per_page=True)
 
 

@@ -1,5 +1,5 @@
-"""`feedmd fingerprint`, `feedmd compare` and `feedmd eval reprints` on the fixture pages;
-the development reprint set (built from ../shared/eval/pages) in the slow set."""
+"""`feedmd fingerprint`, `feedmd compare` and `feedmd eval reprints` on the fixture pages
+(the development reprint set is scored by the accuracy gate, tests/test_accuracy.py)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The second body matcher: containment of word shingles, and its candidate index.
 
 TLSH alone misses lightly edited wire copy (seed 003: NPR / OPB at 92) and its distance
-grows with any length change (NOTES.md: an added header and footer paragraph costs 120 at
-1 KB). A reprint with a trimmed or extended tail, a dateline or a copyright line still
+grows with any length change (measured with py-tlsh: an added header and footer paragraph
+costs 120 at 1 KB). A reprint with a trimmed or extended tail, a dateline or a copyright line still
 carries most of the shorter text's word 5-grams, so the share of the shorter prose's
 shingles found in the longer one (containment) catches it.
 
-Measured on the development reprint set (shared/tools/make_reprints.py, seed 7: 309
+Measured on the development reprint set (``feedmd eval make-reprints eval/pages``, seed 7: 309
 reprints, 102 different stories in the same furniture): containment is >= 0.5 for 308 of
 309 reprints and at most 0.299 for the different pairs; TLSH <= 40 finds 179.
 

@@ -21,7 +21,7 @@ prose, in four steps:
    ``prose_min_chars`` of prose there is no digest either, and the item can only be
    matched by its headline.
 
-Measured on the 111 real pages of shared/eval/pages (``feedmd eval pages``, the benchmark's
+Measured on the 111 real pages of eval/pages (``feedmd eval pages``, the benchmark's
 4-gram shingle metric): seed 003's line rule (prose-v1) P 0.971 R 0.876 F1 0.921, 3 pages
 without digest; this rule (prose-v2) P 0.982 R 0.922 F1 0.951, 1 page without digest (a
 360-character paywalled WSJ teaser); trafilatura's own plain text P 0.948 R 0.978 F1 0.963.

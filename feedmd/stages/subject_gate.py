@@ -4,8 +4,8 @@ Seed 003's known false merges are templates: "QuantumScape Q3 2026 Earnings Date
 Estimates" / "B2Gold Q3 2026 Earnings Date and Estimates" (Jaccard 0.71), "Swiss stocks -
 Factors to watch on October 12" / "UK stocks-factors to watch on October 12". Seed 000 solved
 this in Korean by requiring equal lead tokens, which is far too strict for English: on
-uci-dev it vetoed 277 of 817 merges, 267 of them right (real rewrites whose first words
-differ, "Bitcoin exchange Mt. Gox files ..." / "Mt. Gox files ...").
+the labelled UCI headlines (eval/) it vetoed 277 of 817 merges, 267 of them right (real
+rewrites whose first words differ, "Bitcoin exchange Mt. Gox files ..." / "Mt. Gox files ...").
 
 So the gate blocks a headline match only when all of these hold:
 
@@ -19,11 +19,12 @@ So the gate blocks a headline match only when all of these hold:
 4. and the shared part does not open with a known name both leads qualify ("George
    Zimmerman ..." / "Disgraceful: Zimmerman ...").
 
-Measured on the development data (tools in the closing note of the stage-1 issue): on
-uci-dev it vetoes 3 of 817 merges (one a real false merge, "Neighbors Review [SXSW 2014]" /
-"Chef: SXSW 2014 Review"; two name different cities under one story id); on sts-dev it
-removes 3 of 12 false positives (Aust/Tokyo, Ankara/Peru, Venezuelan/Senegalese) and no
-true positive; it blocks both seed pairs and lets the Mt. Gox rewrites through.
+Measured on the development data (``feedmd eval headlines|pairs``): on the 3,819 UCI
+headlines it vetoes 3 of 817 merges (one a real false merge, "Neighbors Review [SXSW 2014]" /
+"Chef: SXSW 2014 Review"; two name different cities under one story id); on the STS
+headline pairs it removes 3 of 12 false positives (Aust/Tokyo, Ankara/Peru,
+Venezuelan/Senegalese) and no true positive; it blocks both seed pairs and lets the Mt. Gox
+rewrites through.
 """
 
 from __future__ import annotations
