@@ -24,6 +24,9 @@ from feedmd.stages.store import RunLeaseHeld, Store
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
 
+# A store step a run takes while it holds its lease: the holder pauses there.
+HELD_STEP = "feed_specs"
+
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
@@ -68,10 +71,13 @@ def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     harness: Harness, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    holder = harness.start(out)
+    release = tmp_path / "release"
+    # the holder keeps its lease until the refused run has finished, however slow its start
+    holder = harness.start(out, pause=f"{HELD_STEP}:{release}")
     _wait_for_lease(out / "feedmd.db")
     refused = harness.start(out, wait=0)
     _, stderr = refused.communicate(timeout=60)
+    release.touch()
     assert refused.returncode == 4
     assert "another feedmd run holds the lease on org 'newsroom'" in stderr
     assert f"process {holder.pid} on" in stderr
@@ -81,7 +87,8 @@ def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
 
 def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    holder = harness.start(out)
+    release = tmp_path / "release"
+    holder = harness.start(out, pause=f"{HELD_STEP}:{release}")
     _wait_for_lease(out / "feedmd.db")
     cli = subprocess.run(
         [
@@ -107,6 +114,7 @@ def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_
         text=True,
         timeout=60,
     )
+    release.touch()
     holder.communicate(timeout=120)
     assert cli.returncode == 4, cli.stderr
     assert "another feedmd run holds the lease on org 'newsroom'" in cli.stderr

@@ -67,6 +67,22 @@ DRIVER = textwrap.dedent("""\
             return result
 
         setattr(Store, name, dying)
+    pause = os.environ.get("PAUSE", "")
+    if pause:
+        # PAUSE=name:path: before the first call of Store.<name>, wait for the file at path
+        # (a run that holds its lease for as long as a test needs, however slow the machine)
+        import time
+
+        name, release = pause.split(":", 1)
+        held = getattr(Store, name)
+
+        def paused(*args, **kwargs):
+            ends = time.monotonic() + 300
+            while not os.path.exists(release) and time.monotonic() < ends:
+                time.sleep(0.02)
+            return held(*args, **kwargs)
+
+        setattr(Store, name, paused)
     store = Store(open_store(config.database))
     print("ready", flush=True)
     try:
@@ -85,9 +101,11 @@ class Harness:
     driver: Path
     server: FixtureServer
 
-    def start(self, out: Path, wait: float = 60.0, die: str = "") -> subprocess.Popen[str]:
+    def start(
+        self, out: Path, wait: float = 60.0, die: str = "", pause: str = ""
+    ) -> subprocess.Popen[str]:
         out.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "DIE": die}
+        env = {**os.environ, "DIE": die, "PAUSE": pause}
         return subprocess.Popen(
             [
                 sys.executable,
