@@ -4,8 +4,12 @@ Raw page text does not work: a big publisher's navigation can be longer than the
 would make every article of that site look alike (seed 003). So the Markdown is reduced to
 prose, in four steps:
 
-1. Lines. Headings, table rows, rules and code are structure and never prose. Inline HTML
-   tags and Markdown escapes are removed; list marks and emphasis too.
+1. Lines. Headings, rules and code are structure and never prose. A table row is
+   structure, but its cells are text like any other line: older and regional sites lay
+   whole articles out in HTML tables, and trafilatura returns such an article as one cell
+   (``| | <the whole article> |``), which must give its prose; a table of short cells (a
+   calendar, a list of results) still gives none. Inline HTML tags and Markdown escapes are
+   removed; list marks and emphasis too.
 2. Each line on its own: prose when it has at least ``prose_min_words`` words (CJK
    characters count as half a word) or is a short sentence (ends in sentence punctuation,
    at least ``prose_short_min_words`` words); never when more than ``prose_max_link_share``
@@ -16,8 +20,9 @@ prose, in four steps:
    the pieces of a paragraph that trafilatura wrapped over several lines.
    A heading, table, link list or boilerplate line breaks the context, so menus, bylines
    and related-story rails around the story stay out.
-4. Junk pages (consent walls, anti-bot pages, paywalls, error pages) give the same text for
-   unrelated articles: when such boilerplate dominates, there is no digest. Under
+4. Junk pages (consent walls, anti-bot pages, paywalls, error pages, in twelve languages:
+   ``walls.py``) give the same text for unrelated articles: when such text dominates,
+   there is no digest. Under
    ``prose_min_chars`` of prose there is no digest either, and the item can only be
    matched by its headline.
 
@@ -37,8 +42,10 @@ from dataclasses import dataclass
 import tlsh
 
 from feedmd.config import Settings
+from feedmd.stages.walls import wall_kind
 
-PROSE_RULE_VERSION = "prose-v2"
+# v3: table cells are read as text (v2: every table row was structure).
+PROSE_RULE_VERSION = "prose-v3"
 
 # The tunables of the rule are Settings (prose_short_min_words, prose_cjk_chars_per_word,
 # prose_boilerplate_max_words, prose_junk_min_share), documented with their measurements.
@@ -52,6 +59,12 @@ _RULE = re.compile(r"[-=*_ ]{3,}")
 _NO_SPACE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 _STRUCTURE = ("#", "|", ">|", "---", "===")
+_TABLE_ROW = ("|", ">|")
+# A Markdown table's header separator row: | --- | :---: |
+_TABLE_RULE = re.compile(r">?[\s|:-]*-[\s|:-]*")
+# Cell borders (an escaped pipe is cell text) and line breaks inside a cell.
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_CELL_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 # Furniture lines of article pages, English, German, French and Spanish. A block matches
 # when one of these occurs in it; it is dropped when short (setting prose_boilerplate_max_words).
@@ -75,78 +88,6 @@ _BOILERPLATE = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-
-# Junk pages: text that replaces the article on consent walls, anti-bot checks, paywalls
-# and error pages, in English, German, French and Spanish.
-_JUNK: dict[str, re.Pattern[str]] = {
-    "consent wall": re.compile(
-        r"""
-        \b(?:we|our\ partners)\ (?:use|and\ our\ partners\ use)\ cookies
-        |cookies?\ (?:settings|preferences|policy)|accept\ (?:all\ )?cookies
-        |(?:manage|customi[sz]e|your)\ (?:privacy|cookie|consent)\ (?:choices|preferences|settings)
-        |by\ clicking\ ["“]?(?:accept|agree|i\ agree|ok)|consent\ to\ (?:the\ )?(?:use|our)
-        |legitimate\ interest|we\ value\ your\ privacy|store\ and/or\ access\ information
-        |wir\ verwenden\ cookies|cookie-einstellungen|alle\ akzeptieren
-        |einwilligung\ (?:in\ die|zur)\ (?:verwendung|nutzung|speicherung|verarbeitung)
-        |datenschutzeinstellungen|zustimmen\ und\ weiter
-        |nous\ utilisons\ des\ cookies|accepter\ (?:tout|les\ cookies)
-        |paramètres\ des\ cookies|votre\ consentement|gérer\ (?:mes|les)\ (?:choix|préférences)
-        |utilizamos\ cookies|usamos\ cookies|aceptar\ (?:todas|todo|cookies)
-        |configuración\ de\ cookies|su\ consentimiento|tu\ consentimiento
-        """,
-        re.IGNORECASE | re.VERBOSE,
-    ),
-    "anti-bot page": re.compile(
-        r"""
-        captcha|are\ you\ (?:a\ )?(?:human|robot)|not\ a\ robot|verify\ (?:that\ )?you\ are
-        |checking\ (?:if\ the\ site\ connection\ is\ secure|your\ browser)
-        |unusual\ (?:traffic|activity)|enable\ (?:javascript|cookies)\ (?:and|to)
-        |access\ (?:to\ this\ page\ has\ been\ )?denied|request\ (?:has\ been\ )?blocked
-        |ddos\ protection|\bray\ id\b|automated\ (?:access|queries|requests)
-        |sind\ sie\ ein\ (?:mensch|roboter)|kein\ roboter|ungewöhnliche\ aktivität
-        |überprüfung\ ihres\ browsers|zugriff\ verweigert
-        |êtes-vous\ un\ (?:humain|robot)|pas\ un\ robot|activité\ inhabituelle|accès\ refusé
-        |vérification\ de\ (?:votre\ )?navigateur
-        |eres\ un\ (?:humano|robot)|no\ soy\ un\ robot|tráfico\ inusual|acceso\ denegado
-        |verificando\ (?:su|tu)\ navegador
-        """,
-        re.IGNORECASE | re.VERBOSE,
-    ),
-    "paywall": re.compile(
-        r"""
-        subscribe\ (?:now\ )?to\ (?:continue|keep)\ reading|(?:this|the)\ (?:article|content)
-          \ is\ (?:for|only\ available\ to)\ (?:subscribers|members)
-        |already\ a\ subscriber|(?:log|sign)\ in\ to\ (?:continue|read)
-        |you\ have\ reached\ (?:your|the)\ (?:limit|free\ article)
-        |free\ articles?\ (?:left|remaining)
-        |create\ a\ free\ account\ to|register\ (?:now\ )?to\ (?:continue|read)
-        |subscribe\b.{0,40}\b(?:unlimited|full)\ (?:digital\ )?access|subscription\ required
-        |jetzt\ abonnieren|weiterlesen\ mit|bereits\ abonnent
-        |artikel\ ist\ (?:nur\ )?für\ abonnenten
-        |plus-artikel|kostenlos\ registrieren|registrieren\ sie\ sich
-        |réservé\ aux\ abonnés|déjà\ abonné|abonnez-vous\ pour\ (?:lire|continuer)
-        |article\ réservé|offre\ d'abonnement
-        |exclusivo\ para\ suscriptores|ya\ eres\ suscriptor|suscríbete\ para\ (?:seguir|continuar)
-        |contenido\ exclusivo|regístrate\ (?:gratis\ )?para
-        """,
-        re.IGNORECASE | re.VERBOSE,
-    ),
-    "error page": re.compile(
-        r"""
-        \b(?:404|410|500|503)\b.{0,30}\b(?:error|not\ found|fehler|erreur|no\ encontrada)
-        |\b(?:error|fehler|erreur)\ (?:404|410|500|503)\b
-        |page\ (?:not\ found|(?:you\ (?:are\ looking|requested)|cannot\ be\ found))
-        |(?:this|the)\ page\ (?:(?:could|can)\ ?not\ be\ found|does\ not\ exist|no\ longer\ exists
-          |has\ been\ (?:removed|moved))
-        |something\ went\ wrong|(?:internal\ )?server\ error|service\ (?:temporarily\ )?unavailable
-        |seite\ (?:nicht\ gefunden|existiert\ nicht)|die\ angeforderte\ seite
-        |page\ (?:introuvable|non\ trouvée)|cette\ page\ n'existe\ (?:pas|plus)
-        |la\ page\ que\ vous\ (?:recherchez|demandez)
-        |página\ no\ (?:encontrada|existe)|la\ página\ que\ (?:buscas|busca)
-        """,
-        re.IGNORECASE | re.VERBOSE,
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -194,10 +135,26 @@ def _blocks(markdown: str) -> Iterator[str | None]:
         if line.startswith("```"):
             in_code = not in_code
             yield None
-        elif in_code or line.startswith(_STRUCTURE) or _RULE.fullmatch(line):
+        elif in_code:
+            yield None
+        elif line.startswith(_TABLE_ROW):
+            yield None  # a row is its own context: cells of one row may join, rows never
+            yield from _cells(line)
+            yield None
+        elif line.startswith(_STRUCTURE) or _RULE.fullmatch(line):
             yield None
         elif line:
             yield line.lstrip("> ").strip()
+
+
+def _cells(row: str) -> Iterator[str]:
+    """The text pieces of a Markdown table row: each cell, split at its line breaks."""
+    if _TABLE_RULE.fullmatch(row):
+        return
+    for cell in _CELL_BORDER.split(row.lstrip(">").strip()):
+        for piece in _CELL_BREAK.split(cell):
+            if piece.strip():
+                yield piece.strip()
 
 
 def _plain(block: str) -> tuple[str, int]:
@@ -284,10 +241,9 @@ def junk_verdict(markdown_or_prose: str, settings: Settings | None = None) -> st
     for line in markdown_or_prose.splitlines():
         plain, _ = _plain(line.strip().lstrip("#|> ").strip())
         total += len(plain)
-        for kind, pattern in _JUNK.items():
-            if pattern.search(plain):
-                by_kind[kind] = by_kind.get(kind, 0) + len(plain)
-                break
+        kind = wall_kind(plain)
+        if kind is not None:
+            by_kind[kind] = by_kind.get(kind, 0) + len(plain)
     if not total or sum(by_kind.values()) < min_share * total:
         return None
     return max(by_kind.items(), key=lambda item: item[1])[0]
