@@ -65,7 +65,19 @@ STOPWORDS = frozenset(
 MAX_PUBLISHER_SUFFIX_WORDS = 4
 
 _SUFFIX = re.compile(r"\s+[-|–—]\s+([^-|–—]+)$")
-_DELETED = re.compile(r"['’ʼ`.]")
+# Tokenisation, chosen by measurement on both labelled headline sets (feedmd eval headlines
+# eval/headlines/uci-dev.jsonl; feedmd eval pairs eval/headline-pairs/sts-dev.jsonl), other
+# rules unchanged:
+#   apostrophes and dots deleted ("U.S." -> us, "Fed's" -> feds, "Jan. 5" -> jan5 ...):
+#       815 merges at precision 0.9571; pairs P 0.9607 R 0.3929
+#   every punctuation mark a separator ("U.S." -> u s, "Fed's" -> fed s):
+#       852 at 0.9577; pairs P 0.9573 R 0.4000
+#   possessive 's dropped, dots deleted inside acronyms only, other dots and marks separate,
+#   other apostrophes deleted ("U.S." -> us, "Fed's" -> fed, "don't" -> dont):
+#       857 at 0.9580; pairs P 0.9619 R 0.4054 -- better on both sets, so it is the rule.
+_POSSESSIVE = re.compile(r"['’ʼ`]s\b")
+_ACRONYM = re.compile(r"\b(?:\w\.){2,}")
+_APOSTROPHE = re.compile(r"['’ʼ`]")
 _SEPARATORS = re.compile(r"[\W_]+")
 MAX_TITLE_CHARS = 2000
 # Tokens of a headline used for matching. Real ones have far fewer (the 3,819 labelled UCI
@@ -85,19 +97,26 @@ def strip_publisher_suffix(title: str) -> str:
     return title
 
 
-def normalize_headline(title: str) -> tuple[str, ...]:
-    """Return the headline's tokens: suffix stripped, lowercased, no punctuation, no stopwords.
+def headline_words(title: str) -> list[str]:
+    """The words of a headline with their case kept: publisher suffix stripped, a possessive
+    's dropped ("Fed's" -> "Fed"), acronyms joined ("U.S." -> "US"), other apostrophes
+    deleted ("don't" -> "dont") and every other punctuation mark a separator. Stage 1's
+    tokens and the subject gate's cased words both come from here, so they always agree."""
+    text = unicodedata.normalize("NFKC", title[:MAX_TITLE_CHARS]).strip()
+    text = _POSSESSIVE.sub("", strip_publisher_suffix(text))
+    text = _ACRONYM.sub(lambda acronym: acronym.group(0).replace(".", ""), text)
+    return _SEPARATORS.sub(" ", _APOSTROPHE.sub("", text)).split()
 
-    Apostrophes and dots are deleted ("Mt." -> "mt", "U.S." -> "us", "Fed's" -> "feds");
-    every other punctuation mark separates words. Token order and repeats are kept (for
-    display); the matchers use the set. Never raises.
+
+def normalize_headline(title: str) -> tuple[str, ...]:
+    """Return the headline's tokens: ``headline_words`` lowercased, stopwords left out.
+
+    Token order and repeats are kept (for display); the matchers use the set. Never raises.
     """
     if not isinstance(title, str):
         return ()
-    text = unicodedata.normalize("NFKC", title[:MAX_TITLE_CHARS]).strip()
-    text = strip_publisher_suffix(text).lower()
-    text = _SEPARATORS.sub(" ", _DELETED.sub("", text))
-    tokens = (token for token in text.split() if token not in STOPWORDS)
+    words = (word.lower() for word in headline_words(title))
+    tokens = (token for token in words if token not in STOPWORDS)
     return tuple(itertools.islice(tokens, MAX_HEADLINE_TOKENS))
 
 

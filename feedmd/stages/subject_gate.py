@@ -29,16 +29,12 @@ rewrites through.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from feedmd.stages.headlines import MAX_TITLE_CHARS, STOPWORDS, strip_publisher_suffix
+from feedmd.stages.headlines import STOPWORDS, headline_words
 
-_DELETED = re.compile(r"['’ʼ`.]")
-_SEPARATORS = re.compile(r"[\W_]+")
 # A title is in sentence case when fewer than half of its cased non-first words are
 # capitalised: only then does a capital letter say "name".
 SENTENCE_CASE_MAX_CAPITAL_SHARE = 0.5
@@ -48,9 +44,7 @@ CASING_MIN_SIGHTINGS = 2
 
 def cased_tokens(title: str) -> tuple[str, ...]:
     """The tokens ``normalize_headline`` makes, with their case kept."""
-    text = unicodedata.normalize("NFKC", title[:MAX_TITLE_CHARS]).strip()
-    text = _SEPARATORS.sub(" ", _DELETED.sub("", strip_publisher_suffix(text)))
-    return tuple(word for word in text.split() if word.lower() not in STOPWORDS)
+    return tuple(word for word in headline_words(title) if word.lower() not in STOPWORDS)
 
 
 def _has_case(word: str) -> bool:

@@ -61,9 +61,28 @@ def test_punctuation_and_case() -> None:
         "files",
         "us",
         "bankruptcy",
-        "feds",
+        "fed",
         "view",
     )
+
+
+@pytest.mark.parametrize(
+    ("title", "tokens"),
+    [
+        # a possessive 's goes, so "Fed's Plosser" and "Fed Plosser" share "fed"
+        ("Fed’s Plosser sees taper", ("fed", "plosser", "sees", "taper")),
+        ("Apple's iPhone", ("apple", "iphone")),
+        # acronym dots are deleted, a sentence's dot separates
+        ("U.S. stocks rise.Dow up", ("us", "stocks", "rise", "dow", "up")),
+        ("Meeting at 9 a.m. E.U. says", ("meeting", "9", "am", "eu")),
+        # other apostrophes are deleted inside the word
+        ("Don't panic, O'Brien", ("dont", "panic", "obrien")),
+        # a dot between numbers or words separates
+        ("Version 2.0 of St.Louis plan", ("version", "2", "0", "st", "louis", "plan")),
+    ],
+)
+def test_tokenisation_rules(title: str, tokens: tuple[str, ...]) -> None:
+    assert normalize_headline(title) == tokens
 
 
 def test_normalisation_never_raises_on_odd_input() -> None:
