@@ -105,6 +105,7 @@ class StoredHeadline:
     tokens: tuple[str, ...]
     simhash: int
     published: datetime
+    host: str = ""  # the publisher's host (``urls.publisher_host``); "" when unknown
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class StoredBody:
     digest: str
     published: datetime
     shingles: bytes = b""
+    host: str = ""  # the publisher's host (``urls.publisher_host``); "" when unknown
+    tokens: tuple[str, ...] = ()  # the item's normalised headline tokens
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ returns decisions. In order (seed 003):
    a lead-token gate (rule ``cjk``, see ``cjk.py``);
 5. else it survives to the scrape.
 
+A recurring title (an identical headline from the same publisher under another URL: a
+series title, "Morning briefing") is not dropped on the title alone: it survives, carrying
+the decision the title would have made (``Candidate.recurring``), and stage 2 confirms it on
+the body (``recurring_title_check``).
+
 A stored item is never swapped out: a late original that matches a stored copy is the
 one marked duplicate. Every duplicate points at a kept item, never at another duplicate.
 The one exchange allowed happens inside a run for CJK groups (seed 000): an original
@@ -21,6 +26,7 @@ outlet's copy replaces a syndicating portal's copy as the group's representative
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -34,7 +40,7 @@ from feedmd.stages import cjk
 from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
 from feedmd.stages.subject_gate import CasingStats, subject_gate
 from feedmd.stages.title_index import TitleIndex
-from feedmd.stages.urls import normalize_url, url_hash
+from feedmd.stages.urls import normalize_url, publisher_host, url_hash
 
 # Matches blocked by the subject gate kept as evidence on the item that stays.
 MAX_BLOCKED_EVIDENCE = 5
@@ -52,11 +58,19 @@ class Candidate:
     is_cjk: bool = False
     grams: frozenset[str] = frozenset()
     lead: str = ""
+    # set when only a recurring title matched: the decision the title alone would make,
+    # for stage 2 to confirm on the body
+    recurring: Decision | None = None
 
     @property
     def key(self) -> str:
         """The entry's identity inside the run."""
         return self.entry.key
+
+    @property
+    def host(self) -> str:
+        """The publisher's host (of the resolved URL, else of the link)."""
+        return publisher_host(self.url or self.entry.url)
 
     @property
     def page_key(self) -> str:
@@ -118,6 +132,7 @@ class _Kept:
     grams: frozenset[str] = frozenset()
     lead: str = ""
     rank: tuple[int, int, float] = (0, 0, 0.0)
+    host: str = ""
 
 
 @dataclass
@@ -169,7 +184,11 @@ class _Memory:
                     (
                         headline,
                         _Kept(
-                            match=match, title=stored.title, headline=headline, tokens=stored.tokens
+                            match=match,
+                            title=stored.title,
+                            headline=headline,
+                            tokens=stored.tokens,
+                            host=stored.host,
                         ),
                     )
                 )
@@ -201,6 +220,7 @@ class _Memory:
             grams=candidate.grams,
             lead=candidate.lead,
             rank=_rank(candidate),
+            host=candidate.host,
         )
         if candidate.is_cjk:
             self.cjk_buckets[(scope, candidate.lead)].append(kept)
@@ -247,18 +267,25 @@ def decide(
         "scope": settings.dedup_scope,
     }
     replaced: dict[str, str] = {}
-    for candidate in candidates:
+    for position, candidate in enumerate(candidates):
         scope = scope_key(candidate.entry.feed, candidate.entry.org, settings)
         blocked: list[dict[str, Any]] = []
+        recurring: Decision | None = None
         decision = _exact_repeat(candidate, scope, memory, common)
         if decision is None and candidate.is_cjk:
             decision = _cjk_repeat(candidate, scope, memory, stats, common, result, replaced)
         elif decision is None:
-            decision, blocked = _headline_repeat(
+            decision, blocked, recurring = _headline_repeat(
                 candidate, memory.index(scope), settings, casing, common
             )
         if decision is None:
             evidence = {**common, "headline_tokens": list(candidate.tokens)}
+            if recurring is not None:
+                # confirmed on the body at stage 2
+                candidate = dataclasses.replace(candidate, recurring=recurring)
+                candidates[position] = candidate
+                evidence["recurring_title_of"] = recurring.evidence["matched_title"]
+                evidence["confirm_on_body"] = True
             if not candidate.url_hash:
                 # matched by headline only: say why the URL could not take part
                 evidence["url_not_compared"] = (
@@ -327,18 +354,35 @@ def gated_match(
     return (None, reason) if reason is not None else (found, None)
 
 
+def _is_recurring_title(
+    candidate: Candidate, kept: _Kept, found: HeadlineMatch, settings: Settings
+) -> bool:
+    """An identical headline (every token shared) of the same publisher under another URL:
+    a series title or site boilerplate until a body says otherwise."""
+    return (
+        settings.recurring_title_check
+        and found.rule == "jaccard"
+        and found.score == 1
+        and bool(kept.host)
+        and kept.host == candidate.host
+    )
+
+
 def _headline_repeat(
     candidate: Candidate,
     index: TitleIndex[_Kept],
     settings: Settings,
     casing: CasingStats,
     common: dict[str, Any],
-) -> tuple[Decision | None, list[dict[str, Any]]]:
+) -> tuple[Decision | None, list[dict[str, Any]], Decision | None]:
     """The first earlier kept headline (oldest first) that matches and that the subject gate
     lets through; the matches the gate blocked are returned as evidence (at most
     MAX_BLOCKED_EVIDENCE). The index yields exactly the headlines that match by seed 003's
-    rules, in the order a scan of every earlier headline would meet them."""
+    rules, in the order a scan of every earlier headline would meet them. A recurring title
+    of the same publisher does not decide: the first such match is returned third, as the
+    decision to make should stage 2 be unable to compare the bodies."""
     blocked: list[dict[str, Any]] = []
+    recurring: Decision | None = None
     for kept, found in index.matches(candidate.headline):
         reason = (
             subject_gate(
@@ -356,7 +400,7 @@ def _headline_repeat(
             if len(blocked) < MAX_BLOCKED_EVIDENCE:
                 blocked.append({"matched_title": kept.title, "reason": reason})
             continue
-        return _duplicate(
+        decision = _duplicate(
             candidate,
             found.rule,
             round(found.score, 6),
@@ -370,8 +414,14 @@ def _headline_repeat(
                 "matched_title": kept.title,
                 "subject_gate": "passed" if settings.subject_gate else "off",
             },
-        ), blocked
-    return None, blocked
+        )
+        if not _is_recurring_title(candidate, kept, found, settings):
+            return decision, blocked, None
+        if recurring is None:
+            recurring = dataclasses.replace(
+                decision, evidence={**decision.evidence, "recurring_title": True}
+            )
+    return None, blocked, recurring
 
 
 def _cjk_repeat(

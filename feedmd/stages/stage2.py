@@ -15,6 +15,17 @@ within ``similar_tlsh_distance`` or containment reaches ``similar_containment``)
 ``different``. A page that failed is ``failed`` at the scrape; prose with no digest is kept
 and can only have been matched by its headline. Each survivor is compared with the kept
 bodies of the window and scope and with the earlier kept survivors of this run.
+
+Two checks sit on top of the matchers:
+
+- **host furniture** (``host_furniture_check``): a reprint verdict against a body of the
+  same host whose headline shares no content word with this one is that host's wall or
+  template (a consent notice the wall list missed), not a reprint: the item is kept,
+  marked, and its body is not compared again in the run. It needs no word list.
+- **recurring titles** (``recurring_title_check``): a survivor that stage 1 let through
+  only because its identical title came from the same publisher (``Candidate.recurring``)
+  is a duplicate if its body is a reprint, kept if the body differs, and decided by the
+  title as before when there is no body to compare.
 """
 
 from __future__ import annotations
@@ -31,6 +42,14 @@ from feedmd.models import Decision, Match, Page, WindowSnapshot
 from feedmd.stages.bodies import ShingleIndex, reaches, unpack
 from feedmd.stages.stage1 import Candidate, Stage1Result, scope_key
 from feedmd.stages.tlsh_index import TlshIndex
+
+
+@dataclass(frozen=True)
+class _Byline:
+    """Who published a body and under what headline: the furniture check's inputs."""
+
+    host: str
+    tokens: frozenset[str]
 
 
 @dataclass
@@ -134,11 +153,14 @@ def decide(
     """Decide every stage-1 survivor on its body (see the module docstring)."""
     cutoff = now - timedelta(hours=settings.dedup_window_hours)
     scopes: defaultdict[str, _Scope] = defaultdict(_Scope)
+    bylines: dict[Match, _Byline] = {}
     for stored in sorted(snapshot.bodies, key=lambda b: (b.published, b.item_id)):
         if stored.published >= cutoff:
+            match = Match(item_id=stored.item_id)
             scopes[scope_key(stored.feed, stored.org, settings)].add(
-                stored.digest, stored.shingles, Match(item_id=stored.item_id)
+                stored.digest, stored.shingles, match
             )
+            bylines[match] = _Byline(stored.host, frozenset(stored.tokens))
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,
         "scope": settings.dedup_scope,
@@ -156,6 +178,13 @@ def decide(
                 evidence={**common, "http_status": page.http_status},
             )
             continue
+        if page.digest is None and candidate.recurring is not None:
+            # no body to confirm a recurring title on: the title decides, as it would have
+            decisions[candidate.key] = dataclasses.replace(
+                candidate.recurring,
+                evidence={**candidate.recurring.evidence, "body_not_compared": "no digest"},
+            )
+            continue
         if page.digest is None:
             decisions[candidate.key] = Decision(
                 key=candidate.key,
@@ -171,10 +200,65 @@ def decide(
             continue
         scope = scopes[scope_key(entry.feed, entry.org, settings)]
         verdict = judge(page.digest, page.shingles, scope, settings)
-        decisions[candidate.key] = _decision(candidate, verdict, page, common)
+        own = _Byline(candidate.host, frozenset(candidate.tokens))
+        if _host_furniture(verdict, own, bylines, settings):
+            decisions[candidate.key] = _furniture(candidate, verdict, page, common)
+            continue
+        decision = _decision(candidate, verdict, page, common)
+        if candidate.recurring is not None:
+            decision = _confirmed(decision, candidate.recurring)
+        decisions[candidate.key] = decision
         if verdict.tier != "reprint":
-            scope.add(page.digest, page.shingles, Match(batch_key=candidate.key))
+            own_match = Match(batch_key=candidate.key)
+            scope.add(page.digest, page.shingles, own_match)
+            bylines[own_match] = own
     return decisions
+
+
+def _host_furniture(
+    verdict: BodyVerdict, own: _Byline, bylines: Mapping[Match, _Byline], settings: Settings
+) -> bool:
+    """A reprint of a body of the same host under a headline sharing no content word."""
+    if not settings.host_furniture_check or verdict.tier != "reprint" or verdict.matched is None:
+        return False
+    other = bylines.get(verdict.matched)
+    return (
+        other is not None
+        and bool(own.host)
+        and own.host == other.host
+        and bool(own.tokens)
+        and bool(other.tokens)
+        and not own.tokens & other.tokens
+    )
+
+
+def _furniture(
+    candidate: Candidate, verdict: BodyVerdict, page: Page, common: dict[str, Any]
+) -> Decision:
+    """Kept: the body is the host's furniture, not this story."""
+    reprint = _decision(candidate, verdict, page, common)
+    evidence = {
+        **reprint.evidence,
+        "verdict": "host furniture",
+        "furniture_of": _ref(verdict.matched),
+        "note": "the same body under an unrelated headline of the same host",
+    }
+    return Decision(key=candidate.key, stage="stage2", decision="kept", evidence=evidence)
+
+
+def _confirmed(decision: Decision, recurring: Decision) -> Decision:
+    """A recurring title's stage-2 decision, saying what its title matched."""
+    note = (
+        "same title and same body"
+        if decision.decision == "duplicate"
+        else "same title, different body: another story"
+    )
+    evidence = {
+        **decision.evidence,
+        "recurring_title_of": _ref(recurring.matched),
+        "recurring_title": note,
+    }
+    return dataclasses.replace(decision, evidence=evidence)
 
 
 def _ref(match: Match | None) -> dict[str, Any] | None:

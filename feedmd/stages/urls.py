@@ -113,3 +113,10 @@ def host_of(url: str) -> str:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
         return ""
+
+
+def publisher_host(url: str) -> str:
+    """The host that names a publisher: ``host_of`` without a leading "www." (so
+    www.example.com and example.com are one publisher), or "" when there is none."""
+    host = host_of(url)
+    return host.removeprefix("www.")

@@ -1,0 +1,227 @@
+"""Recurring titles (an identical headline of the same publisher is confirmed on the body)
+and host furniture (the same body under unrelated headlines of one host is not a reprint),
+both sides of each rule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from conftest import at, fixture_bodies, story
+
+from feedmd.config import Settings
+from feedmd.models import Entry, Match, Page, StoredBody, StoredHeadline, WindowSnapshot
+from feedmd.stages import stage1, stage2
+from feedmd.stages.headlines import normalize_headline, simhash
+from feedmd.stages.scrape import fingerprint
+
+SETTINGS = Settings()
+WIRE = fixture_bodies()["pope-cp-wire"]
+OTHER = story("council", 6)
+BRIEFING = "Morning briefing: what you need to know today"
+
+
+def entry(key: str, host: str, title: str, minute: int) -> Entry:
+    url = f"https://{host}/{key}"
+    return Entry(
+        feed="f",
+        org="o",
+        entry_id=key,
+        link=url,
+        url=url,
+        title=title,
+        publisher=host,
+        published=at(8, minute),
+        fetched=at(12),
+    )
+
+
+def page(url_hash: str, paragraphs: list[str]) -> Page:
+    base = Page(url_hash=url_hash, url="", org="o", status="ok", markdown="\n\n".join(paragraphs))
+    return fingerprint(base, SETTINGS)
+
+
+def first_stage(entries: list[Entry], settings: Settings = SETTINGS) -> stage1.Stage1Result:
+    return stage1.decide(entries, WindowSnapshot(), [], settings, at(12))
+
+
+def both_stages(
+    entries: list[Entry],
+    bodies: dict[str, list[str] | None],
+    settings: Settings = SETTINGS,
+    snapshot: WindowSnapshot | None = None,
+) -> dict[str, object]:
+    first = stage1.decide(entries, snapshot or WindowSnapshot(), [], settings, at(12))
+    pages = {}
+    for candidate in first.survivors:
+        paragraphs = bodies[candidate.entry.entry_id]
+        if paragraphs is None:  # a page with too little prose for a digest
+            paragraphs = ["A short caption."]
+        pages[("o", candidate.page_key)] = page(candidate.page_key, paragraphs)
+    second = stage2.decide(first.survivors, pages, snapshot or WindowSnapshot(), settings, at(12))
+    final = stage2.finalize(first, second)
+    return {c.entry.entry_id: final[c.key] for c in first.candidates}
+
+
+# --- stage 1: a recurring title survives to be confirmed on the body -----------------------
+
+
+def test_an_identical_title_of_the_same_publisher_survives_with_the_title_decision() -> None:
+    result = first_stage(
+        [entry("mon", "daily.example", BRIEFING, 1), entry("tue", "www.daily.example", BRIEFING, 2)]
+    )
+    tue = next(c for c in result.candidates if c.entry.entry_id == "tue")
+    decision = result.decisions[tue.key]
+    assert decision.decision == "kept"
+    assert decision.evidence["confirm_on_body"] is True
+    assert tue.recurring is not None
+    assert (tue.recurring.decision, tue.recurring.rule, tue.recurring.score) == (
+        "duplicate",
+        "jaccard",
+        1.0,
+    )
+
+
+def test_an_identical_title_of_another_publisher_is_still_dropped_on_the_title() -> None:
+    result = first_stage(
+        [entry("a", "daily.example", BRIEFING, 1), entry("b", "other.example", BRIEFING, 2)]
+    )
+    decision = result.decisions[result.candidates[1].key]
+    assert (decision.decision, decision.rule) == ("duplicate", "jaccard")
+    assert result.candidates[1].recurring is None
+
+
+def test_a_near_identical_title_of_the_same_publisher_is_dropped_as_before() -> None:
+    result = first_stage(
+        [
+            entry("a", "daily.example", "Pope Leo to have lung surgery on Friday", 1),
+            entry("b", "daily.example", "Pope Leo to have lung surgery on Friday, Vatican", 2),
+        ]
+    )
+    decision = result.decisions[result.candidates[1].key]
+    assert decision.decision == "duplicate" and decision.score < 1
+
+
+def test_a_recurring_title_of_a_stored_item_of_the_same_publisher_survives() -> None:
+    tokens = normalize_headline(BRIEFING)
+    stored = StoredHeadline(
+        item_id=3,
+        feed="f",
+        org="o",
+        title=BRIEFING,
+        tokens=tokens,
+        simhash=simhash(tokens),
+        published=at(7),
+        host="daily.example",
+    )
+    snapshot = WindowSnapshot(headlines=(stored,))
+    same = stage1.decide([entry("b", "daily.example", BRIEFING, 1)], snapshot, [], SETTINGS, at(12))
+    assert same.candidates[0].recurring is not None
+    assert same.candidates[0].recurring.matched == Match(item_id=3)
+    other = stage1.decide(
+        [entry("b", "other.example", BRIEFING, 1)], snapshot, [], SETTINGS, at(12)
+    )
+    assert other.decisions[other.candidates[0].key].decision == "duplicate"
+
+
+def test_the_check_switched_off_drops_on_the_title() -> None:
+    off = dataclasses.replace(SETTINGS, recurring_title_check=False)
+    result = first_stage(
+        [entry("a", "daily.example", BRIEFING, 1), entry("b", "daily.example", BRIEFING, 2)], off
+    )
+    assert result.decisions[result.candidates[1].key].decision == "duplicate"
+
+
+# --- stage 2: the body confirms or refutes the recurring title -----------------------------
+
+
+def recurring_pair() -> list[Entry]:
+    return [entry("mon", "daily.example", BRIEFING, 1), entry("tue", "daily.example", BRIEFING, 2)]
+
+
+def test_a_recurring_title_over_the_same_body_is_a_duplicate() -> None:
+    decisions = both_stages(recurring_pair(), {"mon": WIRE, "tue": WIRE})
+    tue = decisions["tue"]
+    assert (tue.decision, tue.stage, tue.rule) == ("duplicate", "stage2", "tlsh")
+    assert tue.evidence["recurring_title"] == "same title and same body"
+
+
+def test_a_recurring_title_over_another_body_is_another_story() -> None:
+    decisions = both_stages(recurring_pair(), {"mon": WIRE, "tue": OTHER})
+    tue = decisions["tue"]
+    assert (tue.decision, tue.stage) == ("kept", "stage2")
+    assert tue.evidence["recurring_title"] == "same title, different body: another story"
+
+
+def test_a_recurring_title_without_a_body_to_compare_is_decided_by_the_title() -> None:
+    decisions = both_stages(recurring_pair(), {"mon": WIRE, "tue": None})
+    tue = decisions["tue"]
+    assert (tue.decision, tue.stage, tue.rule) == ("duplicate", "stage1", "jaccard")
+    assert tue.evidence["body_not_compared"] == "no digest"
+
+
+# --- stage 2: host furniture ---------------------------------------------------------------
+
+WALL = story("wall", 6)  # the same page text behind two unrelated headlines
+
+
+def furniture_pair(second_host: str, second_title: str) -> list[Entry]:
+    return [
+        entry("tax", "paper.example", "Government plans a new fuel tax", 1),
+        entry("strike", second_host, second_title, 2),
+    ]
+
+
+def test_the_same_body_under_unrelated_headlines_of_one_host_is_furniture() -> None:
+    decisions = both_stages(
+        furniture_pair("paper.example", "Rail strike on Monday"), {"tax": WALL, "strike": WALL}
+    )
+    strike = decisions["strike"]
+    assert strike.decision == "kept"
+    assert strike.evidence["verdict"] == "host furniture"
+    assert strike.evidence["furniture_of"] == {"run_key": "f\x1ftax"}
+
+
+def test_headlines_sharing_a_word_make_it_a_reprint() -> None:
+    decisions = both_stages(
+        furniture_pair("paper.example", "Fuel tax: rail strike on Monday"),
+        {"tax": WALL, "strike": WALL},
+    )
+    assert decisions["strike"].decision == "duplicate"
+
+
+def test_another_host_makes_it_a_reprint() -> None:
+    decisions = both_stages(
+        furniture_pair("other.example", "Rail strike on Monday"), {"tax": WALL, "strike": WALL}
+    )
+    assert decisions["strike"].decision == "duplicate"
+
+
+def test_furniture_check_switched_off_makes_it_a_reprint() -> None:
+    off = dataclasses.replace(SETTINGS, host_furniture_check=False)
+    decisions = both_stages(
+        furniture_pair("paper.example", "Rail strike on Monday"), {"tax": WALL, "strike": WALL}, off
+    )
+    assert decisions["strike"].decision == "duplicate"
+
+
+def test_furniture_against_a_stored_body_of_the_window() -> None:
+    wall = page("stored", WALL)
+    assert wall.digest is not None
+    stored = StoredBody(
+        item_id=7,
+        feed="f",
+        org="o",
+        digest=wall.digest,
+        published=at(7),
+        shingles=wall.shingles,
+        host="paper.example",
+        tokens=normalize_headline("Government plans a new fuel tax"),
+    )
+    snapshot = WindowSnapshot(bodies=(stored,))
+    strike = [entry("strike", "www.paper.example", "Rail strike on Monday", 2)]
+    decisions = both_stages(strike, {"strike": WALL}, snapshot=snapshot)
+    assert decisions["strike"].evidence["verdict"] == "host furniture"
+    assert decisions["strike"].evidence["furniture_of"] == {"item_id": 7}
+    related = [entry("strike", "paper.example", "Fuel tax and a rail strike", 2)]
+    decisions = both_stages(related, {"strike": WALL}, snapshot=snapshot)
+    assert decisions["strike"].decision == "duplicate"
