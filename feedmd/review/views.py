@@ -140,6 +140,19 @@ def _hidden(request: Request, viewer: Viewer, item_id: int) -> HTMLResponse:
     return _error(request, viewer, 404, f"No item {item_id} that this token may see.")
 
 
+def _read_only(request: Request, viewer: Viewer, org: str) -> HTMLResponse:
+    """The answer for a correction by a viewer who may read the org's items but holds no
+    token of it: writing always needs one (auth.py)."""
+    if viewer.token_org is None:
+        message = f"Corrections to org {org}'s items need one of its tokens: sign in with it."
+        return _error(request, viewer, 401, message)
+    message = (
+        f"Your token is for org {viewer.token_org}; corrections to org {org}'s items need"
+        " one of its tokens."
+    )
+    return _error(request, viewer, 403, message)
+
+
 def _redirect(path: str, headers: Mapping[str, str] | None = None) -> RedirectResponse:
     return RedirectResponse(path, status_code=303, headers=dict(headers or {}))
 
@@ -229,6 +242,7 @@ def item_page(context: ReviewContext, request: Request) -> Response:
         candidates=candidates,
         merge_query=query,
         who=viewer.who(org),
+        can_change=viewer.can_change(org),
     )
 
 
@@ -317,6 +331,8 @@ def _override(
             return _error(request, viewer, 404, f"No item {item_id}.")
         if not viewer.can_see(found[0].org):
             return _hidden(request, viewer, item_id)
+        if not viewer.can_change(found[0].org):
+            return _read_only(request, viewer, found[0].org)
         who = viewer.who(found[0].org)
         try:
             if kind == "not_duplicate":
