@@ -33,14 +33,19 @@ from typing import Any
 
 import sqlite_utils
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from feedmd import deliveries, review
 from feedmd.config import FeedConfig
 from feedmd.db import connect
+from feedmd.ids import MAX_ID, parse_id
 from feedmd.overrides import FileOutput
+from feedmd.review.views import SECURITY_HEADERS as REVIEW_HEADERS
 from feedmd.stages import deliver
 from feedmd.timeutil import utcnow
 
@@ -48,6 +53,45 @@ log = logging.getLogger(__name__)
 
 JSON_TYPE = "application/feed+json; charset=utf-8"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
+# Sent with every response that does not set its own (SecurityHeaders): HTML gets the review
+# page's strict policy (no script, styles from this site only), anything else a policy
+# that lets it run nothing if a browser is tricked into rendering it.
+HTML_CSP = REVIEW_HEADERS["Content-Security-Policy"]
+DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+COMMON_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+class SecurityHeaders:
+    """ASGI middleware adding Content-Security-Policy, X-Content-Type-Options: nosniff,
+    X-Frame-Options and Referrer-Policy to every response (feeds, /health, errors, 404s,
+    the landing page, not only the review pages), unless the route set them itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                html = headers.get("content-type", "").startswith("text/html")
+                wanted = {
+                    **COMMON_HEADERS,
+                    "Content-Security-Policy": HTML_CSP if html else DATA_CSP,
+                }
+                for name, value in wanted.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 # ---- the HTTP app ---------------------------------------------------------------------------
@@ -74,10 +118,11 @@ def create_app(
     """The ASGI app serving the store at ``db_path``; with a ``scheduler`` it also ticks
     every ``tick_seconds`` in a background thread for the app's lifetime.
 
-    ``base_url`` is used in feed links (default: the URL the request came in on) and is an
-    allowed origin of the review forms. ``output`` is where runs write feed files: a
-    correction on the review page rewrites the files it changes there (None: no files,
-    as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
+    ``base_url`` is used in feed links (default: the address of the socket that took the
+    connection, never the Host header) and is an allowed origin of the review forms. Every
+    response gets the security headers (``SecurityHeaders``). ``output`` is where runs
+    write feed files: a correction on the review page rewrites the files it changes there
+    (None: no files, as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
     webhook messages are retried.
     """
     context = _Context(str(db_path), base_url, page_size, scheduler)
@@ -113,7 +158,7 @@ def create_app(
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
 
 
 @contextlib.contextmanager
@@ -126,7 +171,19 @@ def _open(context: _Context) -> Any:
 
 
 def _base(context: _Context, request: Request) -> str:
-    return (context.base_url or str(request.base_url)).rstrip("/")
+    """The base of the links in documents and pages: the configured base URL, else the
+    address of the socket that took the connection. Never the Host header: it is the
+    client's to choose, and public documents are cached (``Cache-Control: public``), so a
+    forged Host would put a stranger's feed_url and next_url in front of other readers."""
+    if context.base_url:
+        return context.base_url.rstrip("/")
+    scheme = request.url.scheme
+    host, port = (request.scope.get("server") or (None, None))[:2]
+    if not host or port is None:  # a Unix socket: no address to name
+        return f"{scheme}://localhost"
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    default = (scheme == "http" and port == 80) or (scheme == "https" and port == 443)
+    return f"{scheme}://{shown}" + ("" if default else f":{port}")
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -213,9 +270,9 @@ def _feed_list(context: _Context, request: Request) -> Response:
 def _document(context: _Context, request: Request, kind: str, fmt: str) -> Response:
     name = request.path_params["name"]
     before_text = request.query_params.get("before")
-    if before_text is not None and not before_text.isdigit():
-        return _error(400, "'before' must be an item id (a whole number)")
-    before = int(before_text) if before_text is not None else None
+    before = parse_id(before_text)
+    if before_text is not None and before is None:
+        return _error(400, f"'before' must be an item id (a whole number from 1 to {MAX_ID})")
     base = _base(context, request)
     with _open(context) as db:
         if kind == "feed":

@@ -324,7 +324,10 @@ def test_a_private_org_needs_its_token(site: Site) -> None:
 
     assert site.http.get("/review", follow_redirects=False).headers["location"] == "/review/login"
     assert site.http.get(f"/review/items/{copy}").status_code == 401
-    assert "not shown" in site.http.get("/review/runs/1").text
+    run = site.http.get("/review/runs/1")  # issue 14: its counts were shown to anyone
+    assert run.status_code == 401 and "new items" not in run.text
+    with_token = site.http.get("/review/runs/1", headers={"Authorization": f"Bearer {token}"})
+    assert with_token.status_code == 200 and "new items" in with_token.text
     assert site.post(f"/review/items/{copy}/not-duplicate", {}).status_code == 401
     assert (
         site.http.post(
@@ -408,6 +411,25 @@ def test_corrections_on_a_public_org_need_a_token_of_it(site: Site) -> None:
     )
     assert answer.status_code == 303
     assert site.query("SELECT created_by FROM overrides") == [("reviewer",)]
+
+
+HUGE = "9" * 20  # past SQLite's 64-bit integers: the driver raised OverflowError (500)
+
+
+def test_out_of_range_ids_are_answered_400_or_404_never_500(site: Site) -> None:
+    site.sign_in()
+    kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    for path in (f"/review/runs/{HUGE}", f"/review/items/{HUGE}", f"/review/runs/{2**63}"):
+        assert site.http.get(path).status_code == 404, path
+    for query in (HUGE, "²", "-1", str(2**63 - 1)):
+        assert site.http.get("/review/search", params={"q": query}).status_code == 200, query
+    assert site.post(f"/review/items/{HUGE}/not-duplicate", {}).status_code == 404
+    assert site.post(f"/review/items/{HUGE}/merge", {"canonical": "1"}).status_code == 404
+    for canonical in (HUGE, "²"):
+        answer = site.post(f"/review/items/{kept}/merge", {"canonical": canonical})
+        assert answer.status_code == 400, canonical
+    assert site.http.get("/review?notice=merged&item=" + HUGE).status_code == 200
+    assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
 
 
 # ---- the chart -----------------------------------------------------------------------------

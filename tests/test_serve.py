@@ -135,6 +135,52 @@ def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) ->
     assert http.get("/feeds/a.json?before=abc").status_code == 400
 
 
+def test_out_of_range_before_is_400_not_500(client: tuple[httpx.Client, str]) -> None:
+    http, _ = client
+    for before in ("9" * 20, str(2**63), "²", "0", "-1", "1e3"):
+        for path in ("/feeds/a.json", "/feeds/a.atom", "/orgs/pub.json"):
+            answer = http.get(path, params={"before": before})
+            assert answer.status_code == 400, (path, before)
+            assert "whole number" in answer.json()["error"]
+    assert http.get("/feeds/a.json", params={"before": str(2**63 - 1)}).status_code == 200
+
+
+def test_every_response_carries_the_security_headers(client: tuple[httpx.Client, str]) -> None:
+    """Issue 14: CSP and nosniff were only sent by the review pages."""
+    http, _ = client
+    for path in ("/", "/health", "/feeds", "/feeds/a.json", "/feeds/a.atom", "/orgs/pub.json",
+                 "/feeds/b.json", "/feeds/nope.json", "/nope", "/feeds/a.json?before=x",
+                 "/review", "/review/review.css"):  # fmt: skip
+        answer = http.get(path)
+        headers = answer.headers
+        assert headers["x-content-type-options"] == "nosniff", path
+        assert headers["x-frame-options"] == "DENY", path
+        assert headers["referrer-policy"] == "same-origin", path
+        csp = headers["content-security-policy"]
+        assert csp.startswith("default-src 'none'") and "frame-ancestors 'none'" in csp, path
+        if headers.get("content-type", "").startswith("text/html"):
+            assert "script-src" not in csp and "style-src 'self'" in csp, path
+        else:
+            assert "sandbox" in csp, path
+
+
+def test_a_forged_host_header_never_reaches_the_links(client: tuple[httpx.Client, str]) -> None:
+    """Issue 14: with no base URL, the Host header wrote feed_url and next_url into public,
+    cached documents. Without --base-url the links name the address the server answered
+    on; the Host header is ignored."""
+    http, _ = client
+    forged = {"Host": "evil.example"}
+    document = http.get("/feeds/a.json", headers=forged).json()
+    assert document["feed_url"] == f"{http.base_url}/feeds/a.json"
+    assert document["next_url"].startswith(f"{http.base_url}/feeds/a.json?before=")
+    atom = http.get("/feeds/a.atom", headers=forged).text
+    assert "evil.example" not in atom and f"{http.base_url}/feeds/a.atom" in atom
+    assert "evil.example" not in http.get("/orgs/pub.json", headers=forged).text
+    listing = http.get("/feeds", headers=forged).json()
+    assert listing[0]["json_url"] == f"{http.base_url}/feeds/a.json"
+    assert "evil.example" not in http.get("/", headers=forged).text
+
+
 def test_conditional_requests_get_304(client: tuple[httpx.Client, str]) -> None:
     http, _ = client
     first = http.get("/feeds/a.atom")
