@@ -206,6 +206,7 @@ def serve_command(
         output=output,
         webhook_retry_hours=config.settings.webhook_retry_hours,
     )
+    server.configure_logging()  # scheduled runs' reports and errors, beside uvicorn's lines
     uvicorn.run(app, host=host, port=port, log_level="info")
 
 

@@ -23,6 +23,7 @@ import hmac
 import html
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,11 +46,15 @@ from feedmd.config import FeedConfig
 from feedmd.db import connect
 from feedmd.ids import MAX_ID, parse_id
 from feedmd.overrides import FileOutput
+from feedmd.report import RunReport
 from feedmd.review.views import SECURITY_HEADERS as REVIEW_HEADERS
 from feedmd.stages import deliver
 from feedmd.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+# The scheduler's own logger: one INFO line per run, WARNING/ERROR lines for what failed.
+scheduler_log = logging.getLogger("feedmd.scheduler")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 JSON_TYPE = "application/feed+json; charset=utf-8"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
@@ -380,13 +385,19 @@ class Scheduler:
         return started
 
     def _guarded(self, org: str, feeds: tuple[FeedConfig, ...]) -> None:
+        names = ", ".join(f.name for f in feeds)
+        started = time.monotonic()
         try:
-            self.run_org(org, feeds)
+            report = self.run_org(org, feeds)
             self.failures.pop(org, None)
+            log_run(org, names, report, time.monotonic() - started)
         except Exception as exc:  # a failing feed must not stop the others
             self.failures[org] = f"{type(exc).__name__}: {exc}"
-            log.exception(
-                "run of %s failed; next at its interval", ", ".join(f.name for f in feeds)
+            scheduler_log.exception(
+                "run of org %s (feeds %s) failed after %.2f s; next at its interval",
+                org,
+                names,
+                time.monotonic() - started,
             )
         finally:
             self.runs += 1
@@ -394,9 +405,18 @@ class Scheduler:
     def _deliver(self) -> None:
         try:
             if self.deliver is not None:
-                self.deliver()
+                result = self.deliver()
+                if getattr(result, "delivered", 0) or getattr(result, "failed_attempts", 0):
+                    scheduler_log.info(
+                        "webhooks: %d delivered, %d failed attempts, %d given up, %d endpoints"
+                        " disabled",
+                        result.delivered,
+                        result.failed_attempts,
+                        getattr(result, "gave_up", 0),
+                        getattr(result, "disabled", 0),
+                    )
         except Exception:
-            log.exception("webhook delivery pass failed; retried next tick")
+            scheduler_log.exception("webhook delivery pass failed; retried next tick")
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Wait for the runs in flight (tests and shutdown)."""
@@ -411,7 +431,7 @@ class Scheduler:
             try:
                 self.tick()
             except Exception:
-                log.exception("scheduler tick failed")
+                scheduler_log.exception("scheduler tick failed")
             stop.wait(tick_seconds)
 
     def shutdown(self) -> None:
@@ -429,6 +449,54 @@ class Scheduler:
             "next_due": next_due,
             "failures": dict(self.failures),
         }
+
+
+def log_run(org: str, names: str, report: object, seconds: float) -> None:
+    """One INFO line for a finished scheduled run (org, feeds, the report's counts, time),
+    then a WARNING per failed feed and per failed item, as ``feedmd run`` prints them. A
+    ``run_org`` that returns no RunReport (tests, the --db-only scheduler) gets the line
+    without counts."""
+    if not isinstance(report, RunReport):
+        scheduler_log.info("run of org %s (feeds %s) done in %.2f s", org, names, seconds)
+        return
+    dropped = sum(report.dropped_stage1.values()) + sum(report.dropped_stage2.values())
+    scheduler_log.info(
+        "run %d of org %s (feeds %s): %s; %d found, %d new, %d kept, %d dropped as duplicates,"
+        " %d failed, %d feeds failed, %d webhook messages queued; %.2f s",
+        report.run_id,
+        org,
+        names,
+        report.status,
+        report.found,
+        report.new,
+        report.kept,
+        dropped,
+        report.failed,
+        report.feeds_failed,
+        report.webhook_queued,
+        seconds,
+    )
+    for feed, error in sorted(report.feed_errors.items()):
+        scheduler_log.warning("run %d: feed %s failed: %s", report.run_id, feed, error)
+    for error in report.item_errors:
+        scheduler_log.warning("run %d: item failed: %s", report.run_id, error)
+
+
+def configure_logging(level: int = logging.INFO) -> logging.Handler:
+    """Send the ``feedmd`` loggers (scheduler, webhooks, server) to standard error at
+    ``level``, for ``feedmd serve``: uvicorn configures only its own loggers, and without a
+    handler Python drops everything under WARNING. Idempotent; returns the handler."""
+    logger = logging.getLogger("feedmd")
+    for handler in logger.handlers:
+        if getattr(handler, "_feedmd_serve", False):
+            return handler
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler._feedmd_serve = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False  # one line per record, whatever the root logger has
+    return handler
 
 
 # ---- wiring for `feedmd serve` ----------------------------------------------------------------

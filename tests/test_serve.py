@@ -7,7 +7,10 @@ package, and a real server on 127.0.0.1 is the house rule anyway.)"""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import logging
+import re
 import socket
 import subprocess
 import sys
@@ -322,6 +325,55 @@ def test_the_pipeline_scheduler_runs_due_feeds_for_real(
         scheduler.shutdown()
 
 
+def test_scheduled_runs_log_their_report_and_their_errors(
+    site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 14: scheduled runs logged nothing. Each run now logs one INFO line with its
+    org, feeds, counts and time; failed feeds a WARNING; a run that raises an ERROR with
+    the exception."""
+    caplog.set_level(logging.INFO, logger="feedmd")
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, utcnow())]),
+    )
+    config = make_config(
+        [("org", "a", feed), ("org", "gone", "http://feeds.example/gone.xml")], site.start()
+    )
+    config = dataclasses.replace(config, database=str(tmp_path / "feedmd.db"))
+    scheduler = pipeline_scheduler(config, clock=Clock(utcnow()))
+    try:
+        assert scheduler.tick() == ["a", "gone"]
+        scheduler.wait_idle()
+    finally:
+        scheduler.shutdown()
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "feedmd.scheduler"]
+    info = [message for level, message in lines if level == "INFO"]
+    assert len(info) == 1, lines
+    assert re.fullmatch(
+        r"run 1 of org org \(feeds a, gone\): partial; 1 found, 1 new, 1 kept, 0 dropped as"
+        r" duplicates, 0 failed, 1 feeds failed, 0 webhook messages queued; \d+\.\d\d s",
+        info[0],
+    ), info[0]
+    assert ("WARNING", "run 1: feed gone failed: HTTP 404") in lines
+
+    caplog.clear()
+
+    def broken(_org: str, _feeds: tuple[FeedConfig, ...]) -> None:
+        raise RuntimeError("feed server on fire")
+
+    failing = Scheduler(feeds=config.feeds[:1], run_org=broken, clock=Clock(utcnow()))
+    try:
+        failing.tick()
+        failing.wait_idle()
+    finally:
+        failing.shutdown()
+    (record,) = [r for r in caplog.records if r.name == "feedmd.scheduler"]
+    assert record.levelname == "ERROR" and record.exc_info is not None
+    assert record.getMessage().startswith("run of org org (feeds a) failed after ")
+    assert "RuntimeError: feed server on fire" in caplog.text
+
+
 def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
     site: Site, tmp_path: Path
 ) -> None:
@@ -373,3 +425,8 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
         process.terminate()
         output, _ = process.communicate(timeout=10)
     assert "feed a is private and org org has no token" not in output
+    # uvicorn's log configuration does not swallow the scheduler's lines (issue 14)
+    assert re.search(
+        r"INFO feedmd\.scheduler: run 1 of org org \(feeds a\): ok; 1 found, 1 new, 1 kept",
+        output,
+    ), output
