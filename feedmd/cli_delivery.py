@@ -206,6 +206,13 @@ def serve_command(
         output=output,
         webhook_retry_hours=config.settings.webhook_retry_hours,
     )
+    if not base_url:
+        click.echo(
+            "note: no --base-url: links in served feeds name the address each connection "
+            f"reached (http://{host}:{port}); behind a reverse proxy, set --base-url to the "
+            "public URL (the Host header is never used)",
+            err=True,
+        )
     server.configure_logging()  # scheduled runs' reports and errors, beside uvicorn's lines
     uvicorn.run(app, host=host, port=port, log_level="info")
 

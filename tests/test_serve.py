@@ -425,6 +425,7 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
         process.terminate()
         output, _ = process.communicate(timeout=10)
     assert "feed a is private and org org has no token" not in output
+    assert "note: no --base-url: links in served feeds name the address" in output
     # uvicorn's log configuration does not swallow the scheduler's lines (issue 14)
     assert re.search(
         r"INFO feedmd\.scheduler: run 1 of org org \(feeds a\): ok; 1 found, 1 new, 1 kept",
