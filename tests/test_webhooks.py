@@ -578,7 +578,7 @@ def test_the_webhook_timeout_bounds_the_whole_post_not_each_read(
     finally:
         trickler.close()
     assert trickler.accepted == 1 and result.failed_attempts == 1
-    assert 0.9 <= elapsed < 2.5, elapsed
+    assert 0.9 <= elapsed < 5, elapsed  # a per-read timeout would take the full 30 s
     assert elapsed < webhooks.claim_seconds(policy)
     errors = [r.last_error for r in deliveries.list_deliveries(store.db) if r.attempts]
     assert errors == ["timed out after 1s (whole request)"]
