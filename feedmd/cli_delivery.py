@@ -129,7 +129,11 @@ def export_command(
 @_config_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True)
-@click.option("--base-url", help="Base of the links in served feeds (default: the request's).")
+@click.option(
+    "--base-url",
+    help="Public base of the links in served feeds, e.g. https://feeds.example.org (default: "
+    "the address the server answered on; the request's Host header is never used).",
+)
 @click.option(
     "--tick",
     type=click.FloatRange(min=0.1),
@@ -202,6 +206,14 @@ def serve_command(
         output=output,
         webhook_retry_hours=config.settings.webhook_retry_hours,
     )
+    if not base_url:
+        click.echo(
+            "note: no --base-url: links in served feeds name the address each connection "
+            f"reached (http://{host}:{port}); behind a reverse proxy, set --base-url to the "
+            "public URL (the Host header is never used)",
+            err=True,
+        )
+    server.configure_logging()  # scheduled runs' reports and errors, beside uvicorn's lines
     uvicorn.run(app, host=host, port=port, log_level="info")
 
 

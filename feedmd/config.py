@@ -6,7 +6,10 @@ reader and the CLI flags are all generated from those fields, so a new setting i
 one place. ``Config`` adds the orgs and their feeds, which only come from the file.
 
 A bad key, type or value raises ``ConfigError`` naming the key and where it came from
-(the file path, the environment variable or the flag), before any work starts.
+(the file path, the environment variable or the flag), before any work starts. Every
+number must be finite and has a minimum and a maximum: the maxima lie far past any sane
+use, and are there so that a typo such as ``1e308`` or ``inf`` is refused at load instead
+of overflowing a date computation runs later. The file must be UTF-8 (TOML says so).
 """
 
 from __future__ import annotations
@@ -56,12 +59,14 @@ class Settings:
         "Entries published longer ago than this are skipped at fetch and counted. "
         "Old entries are dropped before any dedup work is spent on them.",
         minimum=1,
+        maximum=8760,
     )
     dedup_window_hours: float = _setting(
         48.0,
         "How far back stage 1 and stage 2 look for the same story (48 h: a news "
         "cycle and its follow-ups). An old story that resurfaces after this is treated as new.",
         minimum=0,
+        maximum=8760,
     )
     dedup_scope: str = _setting(
         "feed",
@@ -76,6 +81,7 @@ class Settings:
         "A normalised headline with fewer tokens never clusters: 'Live updates' is too "
         "generic to merge with anything.",
         minimum=1,
+        maximum=50,
     )
     jaccard_threshold: float = _setting(
         0.6,
@@ -98,6 +104,7 @@ class Settings:
         "Containment only applies when the smaller headline has at least this many "
         "tokens, so a short headline is not 'contained' in every long one.",
         minimum=1,
+        maximum=50,
     )
     simhash_max_bits: int = _setting(
         3,
@@ -144,20 +151,25 @@ class Settings:
         "small corpus gives near-uniform weights instead of the unstable weights of an IDF "
         "over one batch.",
         minimum=0,
+        maximum=1_000_000,
     )
 
     # --- scrape ---
     fetch_timeout_seconds: float = _setting(
-        20.0, "Total time allowed for one feed or page request, connect to last byte.", minimum=0.1
+        20.0,
+        "Total time allowed for one feed or page request, connect to last byte.",
+        minimum=0.1,
+        maximum=600,
     )
     connect_timeout_seconds: float = _setting(
-        10.0, "Time allowed to open a connection.", minimum=0.1
+        10.0, "Time allowed to open a connection.", minimum=0.1, maximum=300
     )
     max_response_bytes: int = _setting(
         5_000_000,
         "A feed or page body larger than this is abandoned while streaming "
         "(5 MB: the 111 labelled real article pages are 26 KB to 1.09 MB, median 119 KB).",
         minimum=1024,
+        maximum=1_000_000_000,
     )
     max_redirects: int = _setting(5, "Redirects followed per request.", minimum=0, maximum=30)
     fetch_retries: int = _setting(
@@ -172,12 +184,14 @@ class Settings:
         "First wait before a retry, doubled each time, unless the answer's Retry-After "
         "asks for longer.",
         minimum=0,
+        maximum=600,
     )
     max_retry_wait_seconds: float = _setting(
         30.0,
         "A Retry-After longer than this is not waited for: the request fails now and the "
         "run goes on (a run polls 200 feeds every 15 minutes and cannot sleep for an hour).",
         minimum=0,
+        maximum=3600,
     )
     fetch_concurrency: int = _setting(
         8,
@@ -220,26 +234,32 @@ class Settings:
     )
     webhook_timeout_seconds: float = _setting(
         10.0,
-        "Time allowed for one webhook POST; a slower receiver counts as failed and is "
-        "retried (GitHub gives its receivers 10 s).",
+        "Time allowed for one whole webhook POST, connect to last byte (a receiver that "
+        "trickles its answer cannot stretch it); a slower receiver counts as failed and is "
+        "retried (GitHub gives its receivers 10 s). The message's claim lasts three times "
+        "this plus 60 s, so an attempt always ends before another pass may take it.",
         minimum=0.1,
+        maximum=300,
     )
     webhook_retry_base_seconds: float = _setting(
         30.0,
         "First wait after a failed delivery, doubled after each further failure, with jitter.",
         minimum=1,
+        maximum=86_400,
     )
     webhook_retry_max_seconds: float = _setting(
         14400.0,
         "Longest wait between delivery attempts (4 h), so a message still gets several "
         "attempts in its last day.",
         minimum=1,
+        maximum=604_800,
     )
     webhook_retry_hours: float = _setting(
         24.0,
         "A webhook message still failing this long after it was queued is marked failed "
         "(at-least-once for a day).",
         minimum=0,
+        maximum=8760,
     )
     webhook_disable_after_failures: int = _setting(
         15,
@@ -247,6 +267,7 @@ class Settings:
         "between failures that is 12-24 h of continuous failure: a day-long outage disables "
         "it, a blip never does.",
         minimum=1,
+        maximum=1_000_000,
     )
 
     # --- safety limits (SECURITY.md) ---
@@ -263,6 +284,7 @@ class Settings:
         "so a compression bomb (zeros compress 1000:1) costs at most this much memory. 20 MB: "
         "four times max_response_bytes; the largest of 111 real article pages is 1.09 MB.",
         minimum=1024,
+        maximum=4_000_000_000,
     )
     max_pages_per_run: int = _setting(
         2000,
@@ -271,6 +293,7 @@ class Settings:
         "100 entries give at most 20,000 entries, of which stage 1 keeps a fraction; at the "
         "scrape benchmark's ~70 pages/s, 2,000 pages take about 30 s of a 15-minute cycle.",
         minimum=1,
+        maximum=10_000_000,
     )
     max_entries_per_feed: int = _setting(
         1000,
@@ -278,18 +301,21 @@ class Settings:
         "left out). Google News searches list at most 100, Google Alerts 20: a feed listing "
         "more is broken or hostile.",
         minimum=1,
+        maximum=1_000_000,
     )
     max_title_chars: int = _setting(
         2000,
         "Titles are cut to this many characters: real headlines are under 300, and a 50 MB "
         "title must not reach the headline index.",
         minimum=20,
+        maximum=1_000_000,
     )
     max_url_chars: int = _setting(
         8192,
         "An entry link, or a URL to request (redirects included), longer than this is "
         "refused (RFC 9110 asks for at least 8000 octets; CDNs cap around 8 KB).",
         minimum=256,
+        maximum=1_000_000,
     )
     run_lease_seconds: float = _setting(
         600.0,
@@ -297,12 +323,21 @@ class Settings:
         "third of this. A run killed on this host is taken over at once (its process is "
         "gone); on another host, after this.",
         minimum=5,
+        maximum=86_400,
+    )
+    max_poll_minutes: float = _setting(
+        43_200.0,
+        "Longest poll_minutes a feed may declare (30 days): a feed polled less often than "
+        "monthly is a mistake, and an unbounded interval overflows the scheduler's dates.",
+        minimum=1,
+        maximum=525_600,
     )
     run_lease_wait_seconds: float = _setting(
         60.0,
         "How long a run waits for another run of the same orgs before giving up with exit "
         "code 4 (0: give up at once).",
         minimum=0,
+        maximum=86_400,
     )
 
     # --- prose and stage 2 ---
@@ -311,6 +346,7 @@ class Settings:
         "A Markdown line counts as prose only with at least this many words (12: "
         "shorter lines are captions, bylines and menu items.",
         minimum=1,
+        maximum=10_000,
     )
     prose_max_link_share: float = _setting(
         0.5,
@@ -325,6 +361,7 @@ class Settings:
         "matched by its headline (a 338-character Washington Post page held no story "
         "text).",
         minimum=0,
+        maximum=10_000_000,
     )
     prose_short_min_words: int = _setting(
         4,
@@ -332,6 +369,7 @@ class Settings:
         "words (on 111 labelled article pages: +0.003 F1; 2 / 4 / 6 / 8 give F1 0.9511 / "
         "0.9508 / 0.9505 / 0.9499, so the value hardly matters).",
         minimum=1,
+        maximum=10_000,
     )
     prose_cjk_chars_per_word: float = _setting(
         2.0,
@@ -339,6 +377,7 @@ class Settings:
         "(about 1.5-2 characters a word in Chinese and Japanese; not tunable on the labelled "
         "pages).",
         minimum=0.5,
+        maximum=100,
     )
     prose_boilerplate_max_words: int = _setting(
         40,
@@ -347,6 +386,7 @@ class Settings:
         "19 such lines are all furniture, the longest 32 words; dropping them is +0.0056 "
         "precision.",
         minimum=0,
+        maximum=1_000_000,
     )
     prose_junk_min_share: float = _setting(
         0.5,
@@ -371,6 +411,7 @@ class Settings:
         "out of the prose, so two unrelated articles of that host do not share it. Two pages "
         "can share a line by chance (an update of a story); three is a pattern.",
         minimum=2,
+        maximum=1_000_000,
     )
     tlsh_max_distance: int = _setting(
         40,
@@ -560,6 +601,12 @@ def load_config(
         flag = "--" + name.replace("_", "-")
         values[name] = coerce_setting(name, raw, f"flag {flag}")
     settings = Settings(**values)
+    for feed in feeds:
+        if feed.poll_minutes > settings.max_poll_minutes:
+            raise ConfigError(
+                f"{source}: feed {feed.name!r}: poll_minutes must be <= max_poll_minutes"
+                f" ({settings.max_poll_minutes:g}), got {feed.poll_minutes:g}"
+            )
     return Config(
         settings=settings,
         feeds=feeds,
@@ -598,8 +645,14 @@ def settings_from_record(record: Mapping[str, Any], base: Settings | None = None
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        data = path.read_bytes()
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} on line {line});"
+            " save the file as UTF-8"
+        ) from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except tomllib.TOMLDecodeError as exc:
@@ -647,7 +700,7 @@ def _parse_orgs(raw: Any, source: str) -> tuple[tuple[FeedConfig, ...], tuple[We
     feeds: list[FeedConfig] = []
     webhooks: list[WebhookConfig] = []
     seen_orgs: set[str] = set()
-    seen_feeds: set[str] = set()
+    seen_feeds: dict[str, str] = {}
     for index, org in enumerate(raw):
         where = f"{source}: orgs[{index}]"
         if not isinstance(org, dict):
@@ -707,7 +760,7 @@ def _parse_webhooks(raw: Any, org: str, feed: str, where: str) -> list[WebhookCo
 
 
 def _parse_feed(
-    raw: Any, org: str, where: str, seen: set[str], org_public: bool = False
+    raw: Any, org: str, where: str, seen: dict[str, str], org_public: bool = False
 ) -> FeedConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a table")
@@ -718,16 +771,22 @@ def _parse_feed(
             f"{where}.name must be a short lowercase name (letters, digits, - and _), got {name!r}"
         )
     if name in seen:
+        owner = f"org {seen[name]!r}" if seen[name] != org else "another feed of this org"
         raise ConfigError(
-            f"{where}.name {name!r} is used by another feed; feed names are "
-            "unique because they name the output files"
+            f"{where}.name {name!r} of org {org!r} is already used by {owner}; feed names "
+            "are unique across all orgs because they name the output files and the stored feed"
         )
-    seen.add(name)
+    seen[name] = org
     url = raw.get("url")
     if not isinstance(url, str) or not re.match(r"^https?://[^\s/]+", url):
         raise ConfigError(f"{where}.url must be an http(s) URL, got {url!r}")
     poll = raw.get("poll_minutes", 15.0)
-    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
+    if (
+        isinstance(poll, bool)
+        or not isinstance(poll, int | float)
+        or not math.isfinite(poll)
+        or poll <= 0
+    ):
         raise ConfigError(f"{where}.poll_minutes must be a positive number, got {poll!r}")
     title = raw.get("title", "")
     if not isinstance(title, str):

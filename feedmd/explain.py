@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlite_utils
 
+from feedmd.ids import parse_id
 from feedmd.stages.urls import url_hash
 
 # How much of a list of evidence (shared tokens, blocked matches) the text shows.
@@ -54,8 +55,9 @@ def find_items(db: sqlite_utils.Database, query: str, limit: int = 20) -> list[i
     """Item ids for an item id, a URL (raw or any form that normalises alike), or a search
     string in titles and publishers, newest first."""
     text = query.strip()
-    if text.isdigit():
-        row = db.conn.execute("SELECT id FROM items WHERE id = ?", (int(text),)).fetchone()
+    wanted = parse_id(text)  # not isdigit() alone: '²' and 20-digit numbers are not ids
+    if wanted is not None:
+        row = db.conn.execute("SELECT id FROM items WHERE id = ?", (wanted,)).fetchone()
         if row:
             return [int(row[0])]
     if text.startswith(("http://", "https://")):

@@ -12,12 +12,19 @@ refused, in IPv4 and IPv6, including IPv6 forms that carry an IPv4 address (IPv4
 
 This module only classifies; ``stages/http.py`` applies it at connect time, to the address
 actually connected to (no gap between check and connect for DNS rebinding to use).
+
+With a proxy, feedmd never connects to the target: the proxy does, after its own
+``getaddrinfo``, which (like ``inet_aton`` and browsers) reads ``2130706433``,
+``0x7f000001``, ``0177.0.0.1``, ``127.1`` and ``0`` as IPv4 addresses. So ``check_url``
+reads every such numeric host form the same way (``numeric_host``) and judges the address
+it stands for; a host that ends in a number but is no valid address (``1.2.3.4.5``,
+``256.1.1.1``) is refused outright, since resolvers disagree on what it means.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from feedmd.errors import FetchError
 
@@ -114,10 +121,74 @@ def ip_literal(host: str) -> str | None:
         return None
 
 
+class InvalidNumericHost(FetchError):
+    """A host that looks like an address (it ends in a number) but is none."""
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _ipv4_part(part: str) -> int | None:
+    """One part of an IPv4 host as ``inet_aton`` reads it: ``0x`` hex, ``0`` octal, else
+    decimal; None when it is not a number in that base."""
+    if part[:2].lower() == "0x":
+        digits = part[2:]
+        if not all(ch in _HEX_DIGITS for ch in digits):
+            return None
+        return int(digits, 16) if digits else 0
+    if len(part) > 1 and part.startswith("0"):
+        return int(part, 8) if all(ch in "01234567" for ch in part) else None
+    return int(part) if part.isascii() and part.isdigit() else None
+
+
+def _ends_in_number(labels: list[str]) -> bool:
+    """The WHATWG URL rule: a host whose last label is a number is an IPv4 address or
+    invalid, never a name."""
+    last = labels[-1]
+    if last.isascii() and last.isdigit():
+        return True
+    return last[:2].lower() == "0x" and all(ch in _HEX_DIGITS for ch in last[2:])
+
+
+def numeric_host(host: str) -> IPAddress | None:
+    """The address a numeric host form stands for, read as resolvers and browsers read it,
+    or None when ``host`` is a name.
+
+    IPv4: one to four parts, each decimal, ``0x`` hex or ``0``-led octal, the last filling
+    the remaining bytes (``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1``, ``0``,
+    ``127.0.0.1.``); IPv6 in brackets or bare, with or without a zone. Raises
+    InvalidNumericHost for a host that ends in a number but is no valid address."""
+    text = host.strip().lower()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if ":" in text:
+        try:
+            return ipaddress.IPv6Address(text.replace("%25", "%", 1))
+        except ValueError:
+            raise InvalidNumericHost(f"refused host {host!r}: not a valid IPv6 address") from None
+    labels = text.split(".")
+    if len(labels) > 1 and labels[-1] == "":
+        labels.pop()  # a trailing dot: the same address
+    if not labels or labels == [""] or not _ends_in_number(labels):
+        return None
+    parts = [_ipv4_part(label) if label else None for label in labels]
+    numbers = [n for n in parts if n is not None]
+    if len(labels) > 4 or len(numbers) != len(parts):
+        raise InvalidNumericHost(f"refused host {host!r}: not a valid IPv4 address")
+    *head, last = numbers
+    if any(n > 255 for n in head) or last >= 256 ** (5 - len(numbers)):
+        raise InvalidNumericHost(f"refused host {host!r}: IPv4 address out of range")
+    value = last
+    for index, number in enumerate(head):
+        value += number << (8 * (3 - index))
+    return ipaddress.IPv4Address(value)
+
+
 def check_url(url: str, max_chars: int | None = None, allow_private: bool = False) -> None:
     """Refuse a URL feedmd will not request, before any connection: a scheme other than
     http or https, a URL longer than ``max_chars``, and (unless ``allow_private``) a host
-    that is a non-public IP literal or ``localhost``. Names are checked again after
+    that is ``localhost``, a numeric form of a non-public address (``numeric_host``), or
+    ends in a number without being an address. Names are checked again after
     resolution, at connect time; with a proxy, the proxy resolves them, so this early
     check is the only one feedmd can make on the target."""
     if max_chars is not None and len(url) > max_chars:
@@ -128,12 +199,12 @@ def check_url(url: str, max_chars: int | None = None, allow_private: bool = Fals
         raise FetchError(f"refused URL scheme {scheme or '(none)'!r}: only http and https")
     if allow_private:
         return
-    host = (parts.hostname or "").lower()
+    host = unquote(parts.hostname or "").lower()  # a proxy may decode %31%32%37 to 127
     if host in _LOCAL_NAMES or host.endswith(".localhost"):
         raise AddressRefused(
             f"refused to connect to {host} (loopback address);"
             " set allow_private_addresses to allow it"
         )
-    literal = ip_literal(host)
-    if literal is not None:
-        check_address(literal)
+    address = numeric_host(host)
+    if address is not None:
+        check_address(str(address), host)

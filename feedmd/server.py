@@ -23,6 +23,7 @@ import hmac
 import html
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,21 +34,69 @@ from typing import Any
 
 import sqlite_utils
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from feedmd import deliveries, review
 from feedmd.config import FeedConfig
 from feedmd.db import connect
+from feedmd.ids import MAX_ID, parse_id
 from feedmd.overrides import FileOutput
+from feedmd.report import RunReport
+from feedmd.review.views import SECURITY_HEADERS as REVIEW_HEADERS
 from feedmd.stages import deliver
 from feedmd.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+# The scheduler's own logger: one INFO line per run, WARNING/ERROR lines for what failed.
+scheduler_log = logging.getLogger("feedmd.scheduler")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 JSON_TYPE = "application/feed+json; charset=utf-8"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
+# Sent with every response that does not set its own (SecurityHeaders): HTML gets the review
+# page's strict policy (no script, styles from this site only), anything else a policy
+# that lets it run nothing if a browser is tricked into rendering it.
+HTML_CSP = REVIEW_HEADERS["Content-Security-Policy"]
+DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+COMMON_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+class SecurityHeaders:
+    """ASGI middleware adding Content-Security-Policy, X-Content-Type-Options: nosniff,
+    X-Frame-Options and Referrer-Policy to every response (feeds, /health, errors, 404s,
+    the landing page, not only the review pages), unless the route set them itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                html = headers.get("content-type", "").startswith("text/html")
+                wanted = {
+                    **COMMON_HEADERS,
+                    "Content-Security-Policy": HTML_CSP if html else DATA_CSP,
+                }
+                for name, value in wanted.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 # ---- the HTTP app ---------------------------------------------------------------------------
@@ -74,10 +123,11 @@ def create_app(
     """The ASGI app serving the store at ``db_path``; with a ``scheduler`` it also ticks
     every ``tick_seconds`` in a background thread for the app's lifetime.
 
-    ``base_url`` is used in feed links (default: the URL the request came in on) and is an
-    allowed origin of the review forms. ``output`` is where runs write feed files: a
-    correction on the review page rewrites the files it changes there (None: no files,
-    as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
+    ``base_url`` is used in feed links (default: the address of the socket that took the
+    connection, never the Host header) and is an allowed origin of the review forms. Every
+    response gets the security headers (``SecurityHeaders``). ``output`` is where runs
+    write feed files: a correction on the review page rewrites the files it changes there
+    (None: no files, as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
     webhook messages are retried.
     """
     context = _Context(str(db_path), base_url, page_size, scheduler)
@@ -113,7 +163,7 @@ def create_app(
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
 
 
 @contextlib.contextmanager
@@ -126,7 +176,19 @@ def _open(context: _Context) -> Any:
 
 
 def _base(context: _Context, request: Request) -> str:
-    return (context.base_url or str(request.base_url)).rstrip("/")
+    """The base of the links in documents and pages: the configured base URL, else the
+    address of the socket that took the connection. Never the Host header: it is the
+    client's to choose, and public documents are cached (``Cache-Control: public``), so a
+    forged Host would put a stranger's feed_url and next_url in front of other readers."""
+    if context.base_url:
+        return context.base_url.rstrip("/")
+    scheme = request.url.scheme
+    host, port = (request.scope.get("server") or (None, None))[:2]
+    if not host or port is None:  # a Unix socket: no address to name
+        return f"{scheme}://localhost"
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    default = (scheme == "http" and port == 80) or (scheme == "https" and port == 443)
+    return f"{scheme}://{shown}" + ("" if default else f":{port}")
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -213,9 +275,9 @@ def _feed_list(context: _Context, request: Request) -> Response:
 def _document(context: _Context, request: Request, kind: str, fmt: str) -> Response:
     name = request.path_params["name"]
     before_text = request.query_params.get("before")
-    if before_text is not None and not before_text.isdigit():
-        return _error(400, "'before' must be an item id (a whole number)")
-    before = int(before_text) if before_text is not None else None
+    before = parse_id(before_text)
+    if before_text is not None and before is None:
+        return _error(400, f"'before' must be an item id (a whole number from 1 to {MAX_ID})")
     base = _base(context, request)
     with _open(context) as db:
         if kind == "feed":
@@ -323,13 +385,19 @@ class Scheduler:
         return started
 
     def _guarded(self, org: str, feeds: tuple[FeedConfig, ...]) -> None:
+        names = ", ".join(f.name for f in feeds)
+        started = time.monotonic()
         try:
-            self.run_org(org, feeds)
+            report = self.run_org(org, feeds)
             self.failures.pop(org, None)
+            log_run(org, names, report, time.monotonic() - started)
         except Exception as exc:  # a failing feed must not stop the others
             self.failures[org] = f"{type(exc).__name__}: {exc}"
-            log.exception(
-                "run of %s failed; next at its interval", ", ".join(f.name for f in feeds)
+            scheduler_log.exception(
+                "run of org %s (feeds %s) failed after %.2f s; next at its interval",
+                org,
+                names,
+                time.monotonic() - started,
             )
         finally:
             self.runs += 1
@@ -337,9 +405,18 @@ class Scheduler:
     def _deliver(self) -> None:
         try:
             if self.deliver is not None:
-                self.deliver()
+                result = self.deliver()
+                if getattr(result, "delivered", 0) or getattr(result, "failed_attempts", 0):
+                    scheduler_log.info(
+                        "webhooks: %d delivered, %d failed attempts, %d given up, %d endpoints"
+                        " disabled",
+                        result.delivered,
+                        result.failed_attempts,
+                        getattr(result, "gave_up", 0),
+                        getattr(result, "disabled", 0),
+                    )
         except Exception:
-            log.exception("webhook delivery pass failed; retried next tick")
+            scheduler_log.exception("webhook delivery pass failed; retried next tick")
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Wait for the runs in flight (tests and shutdown)."""
@@ -354,7 +431,7 @@ class Scheduler:
             try:
                 self.tick()
             except Exception:
-                log.exception("scheduler tick failed")
+                scheduler_log.exception("scheduler tick failed")
             stop.wait(tick_seconds)
 
     def shutdown(self) -> None:
@@ -372,6 +449,54 @@ class Scheduler:
             "next_due": next_due,
             "failures": dict(self.failures),
         }
+
+
+def log_run(org: str, names: str, report: object, seconds: float) -> None:
+    """One INFO line for a finished scheduled run (org, feeds, the report's counts, time),
+    then a WARNING per failed feed and per failed item, as ``feedmd run`` prints them. A
+    ``run_org`` that returns no RunReport (tests, the --db-only scheduler) gets the line
+    without counts."""
+    if not isinstance(report, RunReport):
+        scheduler_log.info("run of org %s (feeds %s) done in %.2f s", org, names, seconds)
+        return
+    dropped = sum(report.dropped_stage1.values()) + sum(report.dropped_stage2.values())
+    scheduler_log.info(
+        "run %d of org %s (feeds %s): %s; %d found, %d new, %d kept, %d dropped as duplicates,"
+        " %d failed, %d feeds failed, %d webhook messages queued; %.2f s",
+        report.run_id,
+        org,
+        names,
+        report.status,
+        report.found,
+        report.new,
+        report.kept,
+        dropped,
+        report.failed,
+        report.feeds_failed,
+        report.webhook_queued,
+        seconds,
+    )
+    for feed, error in sorted(report.feed_errors.items()):
+        scheduler_log.warning("run %d: feed %s failed: %s", report.run_id, feed, error)
+    for error in report.item_errors:
+        scheduler_log.warning("run %d: item failed: %s", report.run_id, error)
+
+
+def configure_logging(level: int = logging.INFO) -> logging.Handler:
+    """Send the ``feedmd`` loggers (scheduler, webhooks, server) to standard error at
+    ``level``, for ``feedmd serve``: uvicorn configures only its own loggers, and without a
+    handler Python drops everything under WARNING. Idempotent; returns the handler."""
+    logger = logging.getLogger("feedmd")
+    for handler in logger.handlers:
+        if getattr(handler, "_feedmd_serve", False):
+            return handler
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler._feedmd_serve = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False  # one line per record, whatever the root logger has
+    return handler
 
 
 # ---- wiring for `feedmd serve` ----------------------------------------------------------------

@@ -16,6 +16,13 @@ Signing follows Standard Webhooks (the ``standardwebhooks`` package): ``webhook-
 environment variable the configuration names. The secret lives only in a ``Webhook``
 object: it is never stored, logged, exported or put in an error message.
 
+Timeouts: ``timeout_seconds`` bounds a whole POST, connect to last byte of the answer (a
+receiver trickling one byte a second cannot stretch it, as httpx's per-read timeout
+would let it), and the claim on a message lasts ``claim_seconds`` (three times that plus
+60 s) from the moment it is taken, so an attempt always ends before another pass may take
+the message. The client ignores ``HTTP(S)_PROXY`` variables (``trust_env=False``): webhooks
+go straight to the configured URL.
+
 Retries: a network error, a timeout, a redirect (not followed: the spec's advice, and a
 moved endpoint should be reconfigured, not silently chased) or a non-2xx answer is retried
 after ``base * 2**(n-1)`` seconds, capped, with equal jitter, until the message is
@@ -32,13 +39,17 @@ import logging
 import os
 import random
 import secrets
+import threading
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 import sqlite_utils
 from standardwebhooks.webhooks import Webhook
@@ -89,6 +100,121 @@ def policy_from(settings: Settings) -> WebhookPolicy:
             getattr(settings, "webhook_disable_after_failures", default.disable_after_failures)
         ),
         user_agent=settings.user_agent,
+    )
+
+
+def claim_seconds(policy: WebhookPolicy) -> float:
+    """How long a message stays claimed by the pass sending it: three whole-POST timeouts
+    plus a minute, always longer than the attempt (bounded by ``post``'s deadline), so two
+    passes never send one message at once."""
+    return policy.timeout_seconds * 3 + 60
+
+
+class _Deadline(threading.local):
+    """The monotonic time by which the current thread's POST must be over (None: none)."""
+
+    at: float | None = None
+
+    def clamp(self, timeout: float | None, error: type[Exception]) -> float | None:
+        """``timeout`` cut to the time left; ``error`` when none is left."""
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise error("webhook POST deadline passed")
+        return left if timeout is None else min(timeout, left)
+
+
+_DEADLINE = _Deadline()
+
+
+@contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    _DEADLINE.at = None if seconds is None else time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _DEADLINE.at = None
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits at most until the POST's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _DEADLINE.clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _DEADLINE.clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: Any,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        wrapped = self._inner.start_tls(
+            ssl_context, server_hostname, _DEADLINE.clamp(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineStream(wrapped)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's network backend with every connect, read and write cut to the deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(
+            host,
+            port,
+            _DEADLINE.clamp(timeout, httpcore.ConnectTimeout),
+            local_address,
+            socket_options,
+        )
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("webhooks are sent over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def webhook_client(policy: WebhookPolicy) -> httpx.Client:
+    """The client deliveries use: redirects not followed, ``HTTP(S)_PROXY`` ignored, and a
+    connection layer that holds each POST to ``post``'s whole-request deadline."""
+    transport = httpx.HTTPTransport()
+    # httpx has no public hook for the network backend (stages/http.py does the same for
+    # the SSRF guard); tests/test_webhooks.py fails loudly if a new httpcore moves it.
+    pool = transport._pool
+    if not hasattr(pool, "_network_backend"):
+        raise RuntimeError("httpcore changed: cannot install the webhook deadline")
+    pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return httpx.Client(
+        transport=transport,
+        timeout=policy.timeout_seconds,
+        follow_redirects=False,
+        headers={"User-Agent": policy.user_agent},
+        trust_env=False,
     )
 
 
@@ -259,14 +385,11 @@ def deliver_due(
     the signed timestamp is always the real clock.
     """
     now = now or utcnow()
+    started = time.monotonic()
     rng = rng or random.Random()
     result = PassResult()
     own_client = client is None
-    client = client or httpx.Client(
-        timeout=policy.timeout_seconds,
-        follow_redirects=False,
-        headers={"User-Agent": policy.user_agent},
-    )
+    client = client or webhook_client(policy)
     try:
         for endpoint in deliveries.ready_endpoints(db, now):
             try:
@@ -275,11 +398,14 @@ def deliver_due(
                 log.warning("webhook endpoint %s skipped: %s", redact(endpoint.url), exc)
                 continue
             failures = endpoint.consecutive_failures
-            lease = now + timedelta(seconds=policy.timeout_seconds * 3 + 60)
             for message in deliveries.due_deliveries(db, endpoint.id, now, batch):
+                # The claim runs from when it is taken, not from the start of the pass: a
+                # long pass must not hand out claims that have already run out.
+                claimed = now + timedelta(seconds=time.monotonic() - started)
+                lease = claimed + timedelta(seconds=claim_seconds(policy))
                 if not deliveries.claim(db, message.id, now, lease):
                     continue  # another pass has it
-                outcome = post(client, endpoint.url, message, signer)
+                outcome = post(client, endpoint.url, message, signer, policy.timeout_seconds)
                 if outcome.ok:
                     deliveries.record_delivered(db, message.id, outcome.http_status or 0, now)
                     if failures:
@@ -345,15 +471,28 @@ def _record_failure(
         )
 
 
-def post(client: httpx.Client, url: str, message: PendingDelivery, signer: Webhook) -> Outcome:
-    """POST one message, signed now; any 2xx is success, everything else a failure."""
+def post(
+    client: httpx.Client,
+    url: str,
+    message: PendingDelivery,
+    signer: Webhook,
+    timeout_seconds: float | None = None,
+) -> Outcome:
+    """POST one message, signed now; any 2xx is success, everything else a failure.
+
+    The whole attempt, connect to the last byte read, ends within ``timeout_seconds``
+    (default: the client's timeout) when ``client`` comes from ``webhook_client``."""
+    seconds = client.timeout.read if timeout_seconds is None else timeout_seconds
     body = message.payload.encode("utf-8")
     headers = {
         "Content-Type": "application/json",
         **sign(signer, message.message_id, body, utcnow()),
     }
     try:
-        with client.stream("POST", url, content=body, headers=headers) as response:
+        with (
+            _deadline(seconds),
+            client.stream("POST", url, content=body, headers=headers) as response,
+        ):
             status = response.status_code
             if 200 <= status < 300:
                 return Outcome(True, status, "")
@@ -362,7 +501,7 @@ def post(client: httpx.Client, url: str, message: PendingDelivery, signer: Webho
                 return Outcome(False, status, f"HTTP {status} redirect to {where} not followed")
             return Outcome(False, status, f"HTTP {status}: {_snippet(response)}")
     except httpx.TimeoutException:
-        return Outcome(False, None, f"timed out after {client.timeout.read}s")
+        return Outcome(False, None, f"timed out after {seconds or 0:g}s (whole request)")
     except httpx.HTTPError as exc:
         return Outcome(False, None, f"{type(exc).__name__}: {exc}")
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from feedmd.config import SETTING_FIELDS, Settings, load_config
+from feedmd.db import open_store
 from feedmd.errors import ConfigError
+from feedmd.stages.store import Store
 
 FEEDS = """
 [[orgs]]
@@ -82,7 +84,7 @@ def test_feeds_and_orgs_are_read(tmp_path: Path) -> None:
         (
             "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
             "[[orgs.feeds]]\nname = 'a'\nurl = 'http://y'\n",
-            "name 'a' is used by another feed",
+            "name 'a' of org 'n' is already used by another feed of this org",
         ),
         (
             "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
@@ -117,3 +119,89 @@ def test_bad_flag_is_named() -> None:
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "nope.toml", environ={})
+
+
+def feed_with(poll: str) -> str:
+    feed = "[[orgs]]\nname = 'n'\n[[orgs.feeds]]\nname = 'a'\nurl = 'http://x'\n"
+    return f"{feed}poll_minutes = {poll}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (feed_with("nan"), "orgs[0].feeds[0].poll_minutes must be a positive number, got nan"),
+        (feed_with("inf"), "orgs[0].feeds[0].poll_minutes must be a positive number, got inf"),
+        (feed_with("-inf"), "poll_minutes must be a positive number"),
+        (feed_with("1e308"), "feed 'a': poll_minutes must be <= max_poll_minutes (43200)"),
+        ("run_lease_seconds = 1e308\n", "setting 'run_lease_seconds' must be <= 86400"),
+        ("run_lease_seconds = inf\n", "setting 'run_lease_seconds' must be float, got inf"),
+        ("run_lease_wait_seconds = nan\n", "setting 'run_lease_wait_seconds' must be float"),
+        ("webhook_timeout_seconds = 1e9\n", "setting 'webhook_timeout_seconds' must be <= 300"),
+        ("max_pages_per_run = 1e300\n", "setting 'max_pages_per_run' must be <= 10000000"),
+        ("max_redirects = inf\n", "setting 'max_redirects' must be int, got inf"),
+    ],
+)
+def test_non_finite_and_huge_numbers_are_refused_at_load(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """nan, inf and 1e308 used to pass and overflow a date computation later (issue 14)."""
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    assert message in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+def test_huge_numbers_from_the_environment_and_flags_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"FEEDMD_RUN_LEASE_SECONDS: .* must be float, got 'inf'"):
+        load_config(None, environ={"FEEDMD_RUN_LEASE_SECONDS": "inf"})
+    with pytest.raises(ConfigError, match=r"FEEDMD_MAX_POLL_MINUTES: .* must be <= 525600"):
+        load_config(None, environ={"FEEDMD_MAX_POLL_MINUTES": "1e308"})
+    with pytest.raises(ConfigError, match=r"flag --run-lease-seconds: .* must be <= 86400"):
+        load_config(None, environ={}, overrides={"run_lease_seconds": 1e308})
+
+
+def test_every_number_setting_has_a_finite_range_its_default_is_in() -> None:
+    for name, spec in SETTING_FIELDS.items():
+        if type(spec.default) in (int, float):
+            low, high = spec.metadata["minimum"], spec.metadata["maximum"]
+            assert low is not None and high is not None, name
+            assert low <= spec.default <= high, name
+
+
+def test_a_config_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "feedmd.toml"
+    path.write_bytes(FEEDS.encode() + "# caf\xe9 in Latin-1\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"not UTF-8 \(byte 0xe9 on line 8\)") as caught:
+        load_config(path, environ={})
+    assert str(path) in str(caught.value)
+
+
+def test_one_feed_name_in_two_orgs_of_one_file_names_both_orgs(tmp_path: Path) -> None:
+    text = FEEDS + "[[orgs]]\nname = 'other'\n[[orgs.feeds]]\nname = 'pope'\nurl = 'http://y'\n"
+    with pytest.raises(
+        ConfigError, match="'pope' of org 'other' is already used by org 'newsroom'"
+    ):
+        load_config(write(tmp_path, text), environ={})
+
+
+def test_one_feed_name_in_two_orgs_of_two_files_on_one_store_is_refused(tmp_path: Path) -> None:
+    """Two configs on one store used to move the feed between orgs, so runs of both orgs
+    (each holding only its own org's lease) worked on it: UNIQUE constraint failed."""
+    first = load_config(write(tmp_path, FEEDS), environ={})
+    second_path = tmp_path / "second.toml"
+    second_path.write_text(FEEDS.replace('"newsroom"', '"sports"'))
+    second = load_config(second_path, environ={})
+    store = Store(open_store(tmp_path / "feedmd.db"))
+    try:
+        store.sync_feeds(first)
+        with pytest.raises(ConfigError) as caught:
+            store.sync_feeds(second)
+        message = str(caught.value)
+        assert "feed 'pope' is declared in org 'sports'" in message
+        assert "the store has it in org 'newsroom'" in message
+        assert str(second_path) in message
+        assert store.feed_org("pope") == "newsroom"
+        store.sync_feeds(first)  # the owner's config still works
+    finally:
+        store.db.close()

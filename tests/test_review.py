@@ -8,6 +8,7 @@ and copied per test), served by a real uvicorn on a free 127.0.0.1 port (test_se
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -75,6 +76,19 @@ class Site:
             path, data=data, headers=self.origin, follow_redirects=follow_redirects
         )
 
+    def sign_in(self, org: str = "newsroom", label: str = "reviewer") -> str:
+        """Create a token of ``org`` and sign in with it through the form (the cookie); the
+        corrections need one, even on the demo's public orgs."""
+        db = open_store(self.db_path)
+        try:
+            token = deliveries.create_token(db, org, label, utcnow())
+        finally:
+            db.close()
+        assert token is not None
+        signed = self.post("/review/login", {"token": token}, follow_redirects=False)
+        assert signed.status_code == 303
+        return token
+
     def query(self, sql: str, *params: object) -> list[tuple[object, ...]]:
         db = open_store(self.db_path)
         try:
@@ -119,6 +133,7 @@ def test_runs_page_shows_counts_timings_and_chart(site: Site) -> None:
 
 
 def test_run_page_groups_items_into_clusters(site: Site) -> None:
+    site.sign_in()
     canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     page = site.http.get("/review/runs/1")
@@ -157,7 +172,10 @@ def test_item_page_shows_the_trail_evidence_window_and_scope(site: Site) -> None
     assert "score 1 against threshold 0.6" in html
     assert "48 h, scope org" in html
     assert "shared tokens" in html and "subject gate" in html
-    assert ">Not a duplicate</button>" in html
+    assert ">Not a duplicate</button>" not in html  # reading is public, correcting is not
+    assert "correcting them needs one of its tokens" in html
+    site.sign_in()
+    assert ">Not a duplicate</button>" in site.http.get(f"/review/items/{copy}").text
     assert site.http.get("/review/items/999999").status_code == 404
 
 
@@ -174,6 +192,7 @@ def test_search_by_url_title_and_publisher(site: Site) -> None:
 
 
 def test_not_a_duplicate_restores_the_item_everywhere(site: Site) -> None:
+    site.sign_in()
     canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     assert copy not in kept_in_feed(site, "pope-leo")
@@ -197,7 +216,7 @@ def test_not_a_duplicate_restores_the_item_everywhere(site: Site) -> None:
     ((kind, who, previous),) = site.query(
         "SELECT kind, created_by, previous_json FROM overrides WHERE item_id = ?", copy
     )
-    assert (kind, who) == ("not_duplicate", "public")
+    assert (kind, who) == ("not_duplicate", "reviewer")
     assert json.loads(str(previous))["rule"] == "jaccard"
     assert site.query(
         "SELECT status FROM deliveries WHERE item_id = ? AND endpoint_id IS NOT NULL", copy
@@ -219,12 +238,13 @@ def test_not_a_duplicate_restores_the_item_everywhere(site: Site) -> None:
     assert pairs == {(key_copy, key_canonical), (key_canonical, key_copy)}
 
     trail = site.http.get(f"/review/items/{copy}").text
-    assert "Overrides" in trail and "is not a duplicate of item" in trail and "public" in trail
+    assert "Overrides" in trail and "is not a duplicate of item" in trail and "reviewer" in trail
     again = site.post(f"/review/items/{copy}/not-duplicate", {})
     assert again.status_code == 409
 
 
 def test_merge_marks_a_missed_duplicate(site: Site) -> None:
+    site.sign_in()
     canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     missed = item_id(site.db_path, "Metro News", "What we know about the Pope")
@@ -253,6 +273,7 @@ def test_merge_marks_a_missed_duplicate(site: Site) -> None:
 
 
 def test_the_newest_override_of_a_pair_wins(site: Site) -> None:
+    site.sign_in()
     canonical = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     assert site.post(f"/review/items/{copy}/not-duplicate", {}).status_code == 200
@@ -266,6 +287,7 @@ def test_the_newest_override_of_a_pair_wins(site: Site) -> None:
 
 
 def test_bad_corrections_are_refused(site: Site) -> None:
+    site.sign_in()
     kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
     assert site.post(f"/review/items/{kept}/not-duplicate", {}).status_code == 409
     assert site.post(f"/review/items/{kept}/merge", {}).status_code == 400
@@ -275,6 +297,7 @@ def test_bad_corrections_are_refused(site: Site) -> None:
 
 
 def test_cross_site_forms_are_refused(site: Site) -> None:
+    site.sign_in()
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     path = f"/review/items/{copy}/not-duplicate"
     evil = site.http.post(path, data={}, headers={"Origin": "http://evil.example"})
@@ -301,7 +324,10 @@ def test_a_private_org_needs_its_token(site: Site) -> None:
 
     assert site.http.get("/review", follow_redirects=False).headers["location"] == "/review/login"
     assert site.http.get(f"/review/items/{copy}").status_code == 401
-    assert "not shown" in site.http.get("/review/runs/1").text
+    run = site.http.get("/review/runs/1")  # issue 14: its counts were shown to anyone
+    assert run.status_code == 401 and "new items" not in run.text
+    with_token = site.http.get("/review/runs/1", headers={"Authorization": f"Bearer {token}"})
+    assert with_token.status_code == 200 and "new items" in with_token.text
     assert site.post(f"/review/items/{copy}/not-duplicate", {}).status_code == 401
     assert (
         site.http.post(
@@ -333,6 +359,77 @@ def test_a_private_org_needs_its_token(site: Site) -> None:
     assert site.http.get(f"/review/items/{copy}").status_code == 401  # revoked: signed out
     out = site.post("/review/logout", {}, follow_redirects=False)
     assert out.status_code == 303 and 'feedmd_review_token=""' in out.headers["set-cookie"]
+
+
+def test_a_basic_authorization_header_does_not_skip_the_origin_check(site: Site) -> None:
+    """Issue 14: any Authorization header skipped the same-origin check, and with a Basic
+    one (a browser attaches cached Basic credentials to a forged form by itself) the
+    credential was then the sign-in cookie: a foreign page could apply corrections."""
+    site.sign_in()
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    path = f"/review/items/{copy}/not-duplicate"
+    basic = {"Authorization": "Basic " + base64.b64encode(b"alice:secret").decode()}
+    forged = site.http.post(path, data={}, headers={**basic, "Origin": "http://evil.example"})
+    assert forged.status_code == 403
+    assert site.http.post(path, data={}, headers=basic).status_code == 403  # no Origin
+    odd = {"Authorization": "Token abc", "Origin": "http://evil.example"}
+    assert site.http.post(path, data={}, headers=odd).status_code == 403
+    assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
+    # the review page itself behind a Basic-auth proxy still works (same origin, cookie)
+    same = site.http.post(path, data={}, headers={**basic, **site.origin}, follow_redirects=False)
+    assert same.status_code == 303
+    assert site.query("SELECT created_by FROM overrides") == [("reviewer",)]
+
+
+def test_corrections_on_a_public_org_need_a_token_of_it(site: Site) -> None:
+    """Issue 14: on a public org anyone could apply corrections. Reading stays public."""
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    path = f"/review/items/{copy}/not-duplicate"
+    assert site.http.get(f"/review/items/{copy}").status_code == 200  # public: readable
+    anonymous = site.post(path, {}, follow_redirects=False)
+    assert anonymous.status_code == 401
+    assert "need one of its tokens" in anonymous.text
+    merge = site.post(f"/review/items/{copy}/merge", {"canonical": "1"}, follow_redirects=False)
+    assert merge.status_code == 401
+    wrong = site.http.post(
+        path, data={}, headers={"Authorization": "Bearer fmd_not_a_token"}, follow_redirects=False
+    )
+    assert wrong.status_code == 401
+    db = open_store(site.db_path)
+    with db.conn:
+        db.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('elsewhere', '2026-10-12')")
+    other = deliveries.create_token(db, "elsewhere", "mallory", utcnow())
+    db.close()
+    foreign = site.http.post(
+        path, data={}, headers={"Authorization": f"Bearer {other}"}, follow_redirects=False
+    )
+    assert foreign.status_code == 403 and "Your token is for org elsewhere" in foreign.text
+    assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
+    token = site.sign_in()
+    answer = site.http.post(
+        path, data={}, headers={"Authorization": f"Bearer {token}"}, follow_redirects=False
+    )
+    assert answer.status_code == 303
+    assert site.query("SELECT created_by FROM overrides") == [("reviewer",)]
+
+
+HUGE = "9" * 20  # past SQLite's 64-bit integers: the driver raised OverflowError (500)
+
+
+def test_out_of_range_ids_are_answered_400_or_404_never_500(site: Site) -> None:
+    site.sign_in()
+    kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    for path in (f"/review/runs/{HUGE}", f"/review/items/{HUGE}", f"/review/runs/{2**63}"):
+        assert site.http.get(path).status_code == 404, path
+    for query in (HUGE, "²", "-1", str(2**63 - 1)):
+        assert site.http.get("/review/search", params={"q": query}).status_code == 200, query
+    assert site.post(f"/review/items/{HUGE}/not-duplicate", {}).status_code == 404
+    assert site.post(f"/review/items/{HUGE}/merge", {"canonical": "1"}).status_code == 404
+    for canonical in (HUGE, "²"):
+        answer = site.post(f"/review/items/{kept}/merge", {"canonical": canonical})
+        assert answer.status_code == 400, canonical
+    assert site.http.get("/review?notice=merged&item=" + HUGE).status_code == 200
+    assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
 
 
 # ---- the chart -----------------------------------------------------------------------------

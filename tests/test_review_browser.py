@@ -1,8 +1,9 @@
 """The review page in a real browser: Debian's Chromium driven by Playwright for Python.
 
-A person's path through it, by mouse and keyboard: open the runs page, open run 1, open a
-cluster from the keyboard, press "Not a duplicate" on a demo merge, and see the item back
-in the feed's JSON Feed. Each page's screenshot is saved in the test's output folder
+A person's path through it, by mouse and keyboard: open the runs page, sign in with the
+org's token (corrections need one, even on a public org), open run 1, open a cluster from
+the keyboard, press "Not a duplicate" on a demo merge, and see the item back in the feed's
+JSON Feed. Each page's screenshot is saved in the test's output folder
 (``tmp_path``); with FEEDMD_UPDATE_SCREENSHOT=1 the runs page's is copied to
 docs/review.png, the README's picture.
 
@@ -25,8 +26,11 @@ from playwright.sync_api import Page, sync_playwright
 from test_review import item_id
 from test_serve import serving
 
+from feedmd import deliveries
+from feedmd.db import open_store
 from feedmd.demo import run_demo
 from feedmd.server import create_app
+from feedmd.timeutil import utcnow
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -66,6 +70,10 @@ def unlabelled_controls(page: Page) -> int:
 def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
     database = run_demo(tmp_path / "demo", echo=lambda _: None).database
     copy = item_id(database, "KXLT 7 News", "Pope Leo will have surgery")
+    db = open_store(database)
+    token = deliveries.create_token(db, "newsroom", "reviewer", utcnow())
+    db.close()
+    assert token is not None
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with serving(create_app(database)) as http, sync_playwright() as driver:
@@ -84,6 +92,13 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
             page.screenshot(path=shots / "runs.png", full_page=True)
             page.keyboard.press("Tab")
             assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+
+            # sign in: the token goes into an HttpOnly cookie
+            page.goto(f"{base}/review/login?next=/review")
+            page.get_by_label("Org token").fill(token)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(re.compile(r"/review\?notice=signed-in"))
+            assert "Signed in to newsroom as reviewer" in page.inner_text("body")
 
             # a run: open the Pope Leo cluster from the keyboard
             page.get_by_role("link", name="Run 1", exact=True).click()

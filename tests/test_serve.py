@@ -7,7 +7,10 @@ package, and a real server on 127.0.0.1 is the house rule anyway.)"""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import logging
+import re
 import socket
 import subprocess
 import sys
@@ -133,6 +136,52 @@ def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) ->
     org = http.get("/orgs/pub.json").json()
     assert org["feed_url"] == f"{http.base_url}/orgs/pub.json"
     assert http.get("/feeds/a.json?before=abc").status_code == 400
+
+
+def test_out_of_range_before_is_400_not_500(client: tuple[httpx.Client, str]) -> None:
+    http, _ = client
+    for before in ("9" * 20, str(2**63), "²", "0", "-1", "1e3"):
+        for path in ("/feeds/a.json", "/feeds/a.atom", "/orgs/pub.json"):
+            answer = http.get(path, params={"before": before})
+            assert answer.status_code == 400, (path, before)
+            assert "whole number" in answer.json()["error"]
+    assert http.get("/feeds/a.json", params={"before": str(2**63 - 1)}).status_code == 200
+
+
+def test_every_response_carries_the_security_headers(client: tuple[httpx.Client, str]) -> None:
+    """Issue 14: CSP and nosniff were only sent by the review pages."""
+    http, _ = client
+    for path in ("/", "/health", "/feeds", "/feeds/a.json", "/feeds/a.atom", "/orgs/pub.json",
+                 "/feeds/b.json", "/feeds/nope.json", "/nope", "/feeds/a.json?before=x",
+                 "/review", "/review/review.css"):  # fmt: skip
+        answer = http.get(path)
+        headers = answer.headers
+        assert headers["x-content-type-options"] == "nosniff", path
+        assert headers["x-frame-options"] == "DENY", path
+        assert headers["referrer-policy"] == "same-origin", path
+        csp = headers["content-security-policy"]
+        assert csp.startswith("default-src 'none'") and "frame-ancestors 'none'" in csp, path
+        if headers.get("content-type", "").startswith("text/html"):
+            assert "script-src" not in csp and "style-src 'self'" in csp, path
+        else:
+            assert "sandbox" in csp, path
+
+
+def test_a_forged_host_header_never_reaches_the_links(client: tuple[httpx.Client, str]) -> None:
+    """Issue 14: with no base URL, the Host header wrote feed_url and next_url into public,
+    cached documents. Without --base-url the links name the address the server answered
+    on; the Host header is ignored."""
+    http, _ = client
+    forged = {"Host": "evil.example"}
+    document = http.get("/feeds/a.json", headers=forged).json()
+    assert document["feed_url"] == f"{http.base_url}/feeds/a.json"
+    assert document["next_url"].startswith(f"{http.base_url}/feeds/a.json?before=")
+    atom = http.get("/feeds/a.atom", headers=forged).text
+    assert "evil.example" not in atom and f"{http.base_url}/feeds/a.atom" in atom
+    assert "evil.example" not in http.get("/orgs/pub.json", headers=forged).text
+    listing = http.get("/feeds", headers=forged).json()
+    assert listing[0]["json_url"] == f"{http.base_url}/feeds/a.json"
+    assert "evil.example" not in http.get("/", headers=forged).text
 
 
 def test_conditional_requests_get_304(client: tuple[httpx.Client, str]) -> None:
@@ -276,6 +325,55 @@ def test_the_pipeline_scheduler_runs_due_feeds_for_real(
         scheduler.shutdown()
 
 
+def test_scheduled_runs_log_their_report_and_their_errors(
+    site: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 14: scheduled runs logged nothing. Each run now logs one INFO line with its
+    org, feeds, counts and time; failed feeds a WARNING; a run that raises an ERROR with
+    the exception."""
+    caplog.set_level(logging.INFO, logger="feedmd")
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, utcnow())]),
+    )
+    config = make_config(
+        [("org", "a", feed), ("org", "gone", "http://feeds.example/gone.xml")], site.start()
+    )
+    config = dataclasses.replace(config, database=str(tmp_path / "feedmd.db"))
+    scheduler = pipeline_scheduler(config, clock=Clock(utcnow()))
+    try:
+        assert scheduler.tick() == ["a", "gone"]
+        scheduler.wait_idle()
+    finally:
+        scheduler.shutdown()
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "feedmd.scheduler"]
+    info = [message for level, message in lines if level == "INFO"]
+    assert len(info) == 1, lines
+    assert re.fullmatch(
+        r"run 1 of org org \(feeds a, gone\): partial; 1 found, 1 new, 1 kept, 0 dropped as"
+        r" duplicates, 0 failed, 1 feeds failed, 0 webhook messages queued; \d+\.\d\d s",
+        info[0],
+    ), info[0]
+    assert ("WARNING", "run 1: feed gone failed: HTTP 404") in lines
+
+    caplog.clear()
+
+    def broken(_org: str, _feeds: tuple[FeedConfig, ...]) -> None:
+        raise RuntimeError("feed server on fire")
+
+    failing = Scheduler(feeds=config.feeds[:1], run_org=broken, clock=Clock(utcnow()))
+    try:
+        failing.tick()
+        failing.wait_idle()
+    finally:
+        failing.shutdown()
+    (record,) = [r for r in caplog.records if r.name == "feedmd.scheduler"]
+    assert record.levelname == "ERROR" and record.exc_info is not None
+    assert record.getMessage().startswith("run of org org (feeds a) failed after ")
+    assert "RuntimeError: feed server on fire" in caplog.text
+
+
 def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
     site: Site, tmp_path: Path
 ) -> None:
@@ -327,3 +425,9 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
         process.terminate()
         output, _ = process.communicate(timeout=10)
     assert "feed a is private and org org has no token" not in output
+    assert "note: no --base-url: links in served feeds name the address" in output
+    # uvicorn's log configuration does not swallow the scheduler's lines (issue 14)
+    assert re.search(
+        r"INFO feedmd\.scheduler: run 1 of org org \(feeds a\): ok; 1 found, 1 new, 1 kept",
+        output,
+    ), output

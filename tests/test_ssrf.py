@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ from feedmd.cli import main
 from feedmd.config import Settings
 from feedmd.errors import FetchError
 from feedmd.pipeline import run
-from feedmd.security import AddressRefused, address_class, check_url
+from feedmd.security import AddressRefused, address_class, check_url, numeric_host
 from feedmd.stages.http import Fetcher
 from feedmd.stages.store import Store
 
@@ -269,3 +270,91 @@ def test_no_secret_is_printed_by_feedmd_settings_or_stored_with_a_run() -> None:
         assert SENTINEL not in result.output, args
     described = str(load_config(None, environ=env).settings.describe())
     assert SENTINEL not in described
+
+
+# Host forms ipaddress does not parse but getaddrinfo / inet_aton (and so a proxy) and
+# browsers read as addresses (issue 14, item 7), with the address each stands for.
+NUMERIC_HOSTS = {
+    "2130706433": "127.0.0.1 (loopback address)",
+    "0x7f000001": "127.0.0.1 (loopback address)",
+    "0X7F000001": "127.0.0.1 (loopback address)",
+    "0xa9fea9fe": "169.254.169.254 (link-local address)",
+    "127.1": "127.0.0.1 (loopback address)",
+    "0": "0.0.0.0 (unspecified address)",
+    "0177.0.0.1": "127.0.0.1 (loopback address)",
+    "0x7f.1": "127.0.0.1 (loopback address)",
+    "127.0.0.1.": "127.0.0.1 (loopback address)",
+    "169.254.43518": "169.254.169.254 (link-local address)",
+    "10.1": "10.0.0.1 (private address)",
+    "%31%32%37.0.0.%31": "127.0.0.1 (loopback address)",
+    "[::ffff:7f00:1]": "::ffff:7f00:1 (loopback address, IPv4-mapped 127.0.0.1)",
+    "[::ffff:169.254.169.254]": "::ffff:a9fe:a9fe (link-local address, IPv4-mapped",
+    "[0:0:0:0:0:0:0:1]": "::1 (loopback address)",
+}
+
+
+@pytest.mark.parametrize(("host", "reason"), NUMERIC_HOSTS.items())
+def test_numeric_host_forms_are_read_as_the_address_they_stand_for(host: str, reason: str) -> None:
+    with pytest.raises(AddressRefused, match=re.escape(f"refused to connect to {reason}")):
+        check_url(f"http://{host}/latest/meta-data/")
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [("134744072", "8.8.8.8"), ("0x08080808", "8.8.8.8"), ("8.8.2056", "8.8.8.8")],
+)
+def test_numeric_forms_of_public_addresses_pass(host: str, address: str) -> None:
+    assert str(numeric_host(host)) == address
+    check_url(f"http://{host}/")
+
+
+@pytest.mark.parametrize(
+    "host", ["1.2.3.4.5", "256.0.0.1", "1.2.3.0x100", "0x1g.0.0.1", "a.09", "news.24"]
+)
+def test_a_host_ending_in_a_number_that_is_no_address_is_refused(host: str) -> None:
+    with pytest.raises(FetchError, match=r"refused host .*: (not a valid IPv4|IPv4 address out)"):
+        check_url(f"http://{host}/")
+
+
+@pytest.mark.parametrize("host", ["example.org", "1e1", "v4.example", "x.0y", "0x.example"])
+def test_names_are_still_names(host: str) -> None:
+    assert numeric_host(host) is None
+    check_url(f"http://{host}/")
+
+
+@pytest.fixture
+def proxied(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Settings, Any]]:
+    """Settings with ``proxy`` pointing at the real loopback fixture server (a forward
+    proxy that records every request). A test cannot run a proxy on a public address, so
+    the proxy's own address is let through; every target is checked as in production."""
+    import feedmd.stages.http as http
+
+    server = site.start()
+    real = http.check_address
+
+    def check(address: str, host: str | None = None, role: str = "") -> None:
+        if role != "proxy":
+            real(address, host, role)
+
+    monkeypatch.setattr(http, "check_address", check)
+    yield Settings(proxy=server.proxy_url), server
+
+
+def test_the_proxy_is_reached_for_a_public_name(proxied: tuple[Settings, Any]) -> None:
+    settings, server = proxied
+    assert _get("http://www.capitaltribune.example/nothing", settings).status == 404
+    assert server.count("capitaltribune") == 1
+
+
+@pytest.mark.parametrize(("host", "reason"), NUMERIC_HOSTS.items())
+def test_numeric_hosts_never_reach_the_proxy(
+    proxied: tuple[Settings, Any], host: str, reason: str
+) -> None:
+    """Before the fix, these were sent to the proxy, which resolved them inward (httpx
+    itself refuses a dotted quad with an octal part as an invalid URL)."""
+    settings, server = proxied
+    with pytest.raises(FetchError) as refused:
+        _get(f"http://{host}/latest/meta-data/", settings)
+    message = str(refused.value)
+    assert f"refused to connect to {reason}" in message or "invalid URL" in message
+    assert server.requests == []

@@ -6,12 +6,14 @@ and sees the retries carry the same webhook-id and body. The schedule is driven 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import hmac
 import json
 import logging
 import random
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ from standardwebhooks.webhooks import Webhook
 
 from feedmd import deliveries, webhooks
 from feedmd.cli_delivery import deliveries_group, export_command
-from feedmd.config import Config, WebhookConfig
+from feedmd.config import SETTING_FIELDS, Config, WebhookConfig
 from feedmd.db import connect
 from feedmd.errors import ConfigError
 from feedmd.pipeline import run
@@ -509,3 +511,108 @@ def test_a_recovered_run_gets_its_own_batch_once_with_one_id(
     assert deliveries.list_deliveries(store.db)[0].status == "delivered"
     run(store, config, now=at(15), force=True)
     assert len(receiver.seen) == 2 and len(deliveries.list_deliveries(store.db)) == 1
+
+
+class Trickler:
+    """A receiver that reads the request, then sends its answer one byte every
+    ``interval`` seconds, never finishing: each read gets a byte well inside any per-read
+    timeout, so only a deadline on the whole POST ends the attempt."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
+        self.stop = threading.Event()
+        self.accepted = 0
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/hook"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed by close()
+                return
+            self.accepted += 1
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            with contextlib.suppress(OSError):
+                conn.recv(65536)  # the request (small enough for one read)
+                answer = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000
+                deadline = time.monotonic() + 30  # bounded even if the client never gives up
+                for byte in answer:
+                    if self.stop.is_set() or time.monotonic() > deadline:
+                        return
+                    conn.sendall(bytes([byte]))
+                    time.sleep(self.interval)
+
+    def close(self) -> None:
+        self.stop.set()
+        self._sock.close()
+
+
+def test_the_webhook_timeout_bounds_the_whole_post_not_each_read(
+    site: Site, store: Store, secret: str
+) -> None:
+    """Issue 14: a 2 s setting let a trickling receiver hold a POST for 50 s, longer than
+    the message's claim. The receiver here sends a byte every 0.1 s; the attempt must end
+    at about the 1 s setting, well inside the claim."""
+    stored_day(site, store)
+    trickler = Trickler(interval=0.1)
+    try:
+        now = utcnow()
+        deliveries.add_endpoint(
+            store.db, deliveries.EndpointSpec(trickler.url, "org", "org", SECRET_ENV), now
+        )
+        kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
+        webhooks.enqueue_items(store.db, kept, FAST, now)
+        policy = webhooks.WebhookPolicy(timeout_seconds=1.0)
+        started = time.monotonic()
+        result = webhooks.deliver_due(store.db, policy, now=now)
+        elapsed = time.monotonic() - started
+    finally:
+        trickler.close()
+    assert trickler.accepted == 1 and result.failed_attempts == 1
+    assert 0.9 <= elapsed < 5, elapsed  # a per-read timeout would take the full 30 s
+    assert elapsed < webhooks.claim_seconds(policy)
+    errors = [r.last_error for r in deliveries.list_deliveries(store.db) if r.attempts]
+    assert errors == ["timed out after 1s (whole request)"]
+
+
+def test_the_claim_outlasts_the_longest_allowed_webhook_timeout() -> None:
+    spec = SETTING_FIELDS["webhook_timeout_seconds"]
+    for seconds in (spec.metadata["minimum"], spec.default, spec.metadata["maximum"]):
+        policy = webhooks.WebhookPolicy(timeout_seconds=float(seconds))
+        assert webhooks.claim_seconds(policy) > 2 * policy.timeout_seconds
+
+
+def test_webhooks_ignore_http_proxy_variables(
+    site: Site, store: Store, receiver: Receiver, secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README says HTTP_PROXY variables are ignored; the webhook client honoured them
+    (httpx's trust_env), sending every signed message through whatever they named."""
+    proxy = Receiver(secret)
+    try:
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        proxy_url = proxy.url.split("/hook")[0]
+        for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, proxy_url)
+        stored_day(site, store)
+        now = utcnow()
+        deliveries.add_endpoint(
+            store.db, deliveries.EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now
+        )
+        kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
+        webhooks.enqueue_items(store.db, kept, FAST, now)
+        result = webhooks.deliver_due(store.db, FAST, now=now)
+    finally:
+        proxy.stop()
+    assert result.delivered == 2
+    assert proxy.seen == [] and len(receiver.seen) == 2
+    assert not webhooks.webhook_client(FAST).trust_env

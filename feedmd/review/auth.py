@@ -10,13 +10,18 @@ token ends the session at once and there is no session table to keep; HttpOnly k
 from scripts, SameSite=Strict keeps other sites from sending it, Path=/review keeps it off
 the feed URLs, and Secure is set when the page is served over HTTPS.
 
-Orgs whose feeds are all public are open to anyone, overrides included (recorded as by
-"public"); a private org's items are visible, and correctable, only with its token.
+Reading: an org whose feeds are all public can be read by anyone; a private org's items
+are visible only with one of its tokens. Writing (the corrections) always needs a token of
+the item's org, public or not, and is recorded under the token's label: anyone may read a
+public feed, but only its org may change what it says.
 
 CSRF: every POST must come from this site: its Origin header (or, when a browser sends
-none, its Referer) must be the server's own origin or the configured base URL's. A POST
-carrying an Authorization header is exempt: browsers never attach one on their own. This
-covers the public org too, where no credential would stop a forged form.
+none, its Referer) must be the server's own origin or the configured base URL's. Only a
+POST carrying ``Authorization: Bearer <token>`` is exempt: a page on another site cannot
+make a browser send that header (it would need a CORS preflight that feedmd never
+grants). Any other Authorization header proves nothing: a browser attaches cached Basic
+credentials (a reverse proxy's login, say) to a forged form on its own, and the cookie
+would then be the credential, so such a POST gets the same-origin check like any other.
 """
 
 from __future__ import annotations
@@ -45,12 +50,17 @@ class Viewer:
     token_label: str | None = None
 
     def can_see(self, org: str) -> bool:
-        """True when the viewer may see and correct the org's items."""
+        """True when the viewer may see the org's items (its runs, trails, search hits)."""
         return org in self.public_orgs or org == self.token_org
 
+    def can_change(self, org: str) -> bool:
+        """True when the viewer may correct the org's items: only with a token of the org,
+        even when the org is public."""
+        return self.token_org is not None and org == self.token_org
+
     def who(self, org: str) -> str:
-        """The name an override on ``org`` is recorded under: the token's label, else
-        "public" (only reachable for a public org)."""
+        """The name an override on ``org`` is recorded under: the token's label (an
+        anonymous viewer never gets this far: ``can_change``)."""
         if org == self.token_org and self.token_label is not None:
             return self.token_label
         return PUBLIC_WHO
@@ -61,11 +71,20 @@ class Viewer:
         return bool(self.public_orgs) or self.token_org is not None
 
 
-def presented_token(request: Request) -> str | None:
-    """The bearer token of the Authorization header, else the sign-in cookie's."""
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, else None (no header, or
+    another scheme such as Basic: those are not feedmd credentials)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
+    return None
+
+
+def presented_token(request: Request) -> str | None:
+    """The bearer token of the Authorization header, else the sign-in cookie's."""
+    token = bearer_token(request)
+    if token is not None:
+        return token
     cookie = request.cookies.get(COOKIE, "").strip()
     return cookie or None
 
@@ -111,7 +130,7 @@ def allowed_origins(request: Request, base_url: str | None) -> set[str]:
 
 def same_origin(request: Request, base_url: str | None) -> bool:
     """True when a state-changing request may proceed (see the module docstring)."""
-    if request.headers.get("authorization"):
+    if bearer_token(request) is not None:
         return True
     origins = allowed_origins(request, base_url)
     origin = request.headers.get("origin")

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from feedmd import explain, overrides
 from feedmd.db import connect
+from feedmd.ids import parse_id
 from feedmd.review import auth, chart, queries
 from feedmd.review.auth import Viewer
 from feedmd.timeutil import utcnow
@@ -124,7 +125,7 @@ def _notice(params: Mapping[str, str]) -> str | None:
         return None
     item, other = params.get("item", ""), params.get("other", "")
     return template.format(
-        item=item if item.isdigit() else "?", other=other if other.isdigit() else "?"
+        item=item if parse_id(item) else "?", other=other if parse_id(other) else "?"
     )
 
 
@@ -138,6 +139,19 @@ def _hidden(request: Request, viewer: Viewer, item_id: int) -> HTMLResponse:
         message = f"Item {item_id} is private: sign in with its org's token."
         return _error(request, viewer, 401, message)
     return _error(request, viewer, 404, f"No item {item_id} that this token may see.")
+
+
+def _read_only(request: Request, viewer: Viewer, org: str) -> HTMLResponse:
+    """The answer for a correction by a viewer who may read the org's items but holds no
+    token of it: writing always needs one (auth.py)."""
+    if viewer.token_org is None:
+        message = f"Corrections to org {org}'s items need one of its tokens: sign in with it."
+        return _error(request, viewer, 401, message)
+    message = (
+        f"Your token is for org {viewer.token_org}; corrections to org {org}'s items need"
+        " one of its tokens."
+    )
+    return _error(request, viewer, 403, message)
 
 
 def _redirect(path: str, headers: Mapping[str, str] | None = None) -> RedirectResponse:
@@ -167,14 +181,22 @@ def runs_page(context: ReviewContext, request: Request) -> Response:
 
 
 def run_page(context: ReviewContext, request: Request) -> Response:
-    """One run's items, grouped into clusters."""
-    run_id = int(request.path_params["run_id"])
+    """One run's items, grouped into clusters. A run whose orgs (those of its items) are
+    all private, or any run when no org is public, needs a token of one of them: its
+    counts tell an anonymous visitor how much a private org's feeds carried."""
+    run_id = parse_id(request.path_params["run_id"])
     with _store(context) as db:
         viewer = auth.viewer_for(db, auth.presented_token(request))
-        run = queries.get_run(db, run_id)
-        if run is None:
-            return _error(request, viewer, 404, f"No run {run_id}.")
+        run = queries.get_run(db, run_id) if run_id is not None else None
+        if run is None or run_id is None:
+            return _error(request, viewer, 404, "No such run.")
         stored = queries.run_items(db, run_id)
+        orgs = {item.org for item in stored}
+        if not (any(viewer.can_see(org) for org in orgs) if orgs else viewer.sees_anything):
+            if viewer.token_org is None:
+                message = f"Run {run_id} is private: sign in with a token of its org."
+                return _error(request, viewer, 401, message)
+            return _error(request, viewer, 404, f"No run {run_id} that this token may see.")
         items = [item for item in stored if viewer.can_see(item.org)]
         in_run = {item.id for item in items}
         outside = [i.matched_item_id for i in items if i.matched_item_id not in in_run]
@@ -195,13 +217,13 @@ def run_page(context: ReviewContext, request: Request) -> Response:
 
 def item_page(context: ReviewContext, request: Request) -> Response:
     """An item's trail, its overrides, and the correction forms."""
-    item_id = int(request.path_params["item_id"])
+    item_id = parse_id(request.path_params["item_id"])
     query = request.query_params.get("q", "").strip()
     with _store(context) as db:
         viewer = auth.viewer_for(db, auth.presented_token(request))
-        trail = explain.explain(db, item_id)
-        if trail is None:
-            return _error(request, viewer, 404, f"No item {item_id}.")
+        trail = explain.explain(db, item_id) if item_id is not None else None
+        if trail is None or item_id is None:
+            return _error(request, viewer, 404, "No such item.")
         org = trail.item["org"]
         if not viewer.can_see(org):
             return _hidden(request, viewer, item_id)
@@ -229,6 +251,7 @@ def item_page(context: ReviewContext, request: Request) -> Response:
         candidates=candidates,
         merge_query=query,
         who=viewer.who(org),
+        can_change=viewer.can_change(org),
     )
 
 
@@ -309,14 +332,16 @@ def _post(
 def _override(
     context: ReviewContext, request: Request, form: dict[str, str], kind: str
 ) -> Response:
-    item_id = int(request.path_params["item_id"])
+    item_id = parse_id(request.path_params["item_id"])
     with _store(context) as db:
         viewer = auth.viewer_for(db, auth.presented_token(request))
-        found = queries.items_by_id(db, [item_id])
-        if not found:
-            return _error(request, viewer, 404, f"No item {item_id}.")
+        found = queries.items_by_id(db, [item_id]) if item_id is not None else []
+        if not found or item_id is None:
+            return _error(request, viewer, 404, "No such item.")
         if not viewer.can_see(found[0].org):
             return _hidden(request, viewer, item_id)
+        if not viewer.can_change(found[0].org):
+            return _read_only(request, viewer, found[0].org)
         who = viewer.who(found[0].org)
         try:
             if kind == "not_duplicate":
@@ -330,11 +355,11 @@ def _override(
                 )
                 notice = "restored"
             else:
-                canonical = form.get("canonical", "")
-                if not canonical.isdigit():
+                canonical = parse_id(form.get("canonical", ""))
+                if canonical is None:
                     return _error(request, viewer, 400, "Choose the canonical item to merge into.")
                 record = overrides.merge(
-                    db, item_id, int(canonical), who, utcnow(), output=context.output
+                    db, item_id, canonical, who, utcnow(), output=context.output
                 )
                 notice = "merged"
         except overrides.OverrideError as exc:

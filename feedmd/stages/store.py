@@ -25,7 +25,7 @@ import sqlite_utils
 
 from feedmd.config import Config, Settings
 from feedmd.db import transaction
-from feedmd.errors import StoreError
+from feedmd.errors import ConfigError, StoreError
 from feedmd.models import (
     Decision,
     Entry,
@@ -68,9 +68,21 @@ class Store:
     # ---- feeds and runs -------------------------------------------------------------
 
     def sync_feeds(self, config: Config) -> None:
-        """Create or update the orgs and feeds declared in the config."""
+        """Create or update the orgs and feeds declared in the config.
+
+        A feed stays in the org that first stored it: a config (or a second config on the
+        same store) that names it under another org raises ConfigError naming both, since
+        runs hold leases per org, and two runs of two orgs must never work on one feed."""
         now = iso(datetime.now().astimezone())
-        with transaction(self.db) as conn:
+        with transaction(self.db) as conn:  # checked inside: a second process waits
+            for feed in config.feeds:
+                owner = self.feed_org(feed.name)
+                if owner is not None and owner != feed.org:
+                    raise ConfigError(
+                        f"{config.source}: feed {feed.name!r} is declared in org {feed.org!r}"
+                        f" but the store has it in org {owner!r}; feed names are unique across"
+                        " orgs (give the feed another name to start it afresh in this org)"
+                    )
             for org in config.orgs:
                 conn.execute(
                     "INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)", (org, now)
@@ -80,10 +92,17 @@ class Store:
                 conn.execute(
                     "INSERT INTO feeds (org_id, name, url, title, poll_minutes)"
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
-                    " org_id = excluded.org_id, url = excluded.url, title = excluded.title,"
+                    " url = excluded.url, title = excluded.title,"
                     " poll_minutes = excluded.poll_minutes",
                     (org_id, feed.name, feed.url, feed.title, feed.poll_minutes),
                 )
+
+    def feed_org(self, name: str) -> str | None:
+        """The org a stored feed belongs to, or None when no feed has that name."""
+        row = self.conn.execute(
+            "SELECT o.name FROM feeds f JOIN orgs o ON o.id = f.org_id WHERE f.name = ?", (name,)
+        ).fetchone()
+        return str(row[0]) if row else None
 
     def _org_id(self, name: str) -> int:
         row = self.conn.execute("SELECT id FROM orgs WHERE name = ?", (name,)).fetchone()
