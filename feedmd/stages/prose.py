@@ -236,15 +236,27 @@ def junk_verdict(markdown_or_prose: str, settings: Settings | None = None) -> st
     when such boilerplate makes up at least ``prose_junk_min_share`` of the text's
     characters, else None. Works on Markdown or on plain prose."""
     min_share = (settings or Settings()).prose_junk_min_share
-    total = 0
+    lines = [
+        _plain(line.strip().lstrip("#|> ").strip())[0] for line in markdown_or_prose.splitlines()
+    ]
+    total = sum(len(plain) for plain in lines)
+    if not total:
+        return None
+    # Stop as soon as the lines that are not wall text outweigh what a wall may leave:
+    # an article is then settled after about half its characters (the phrase search is
+    # the costly part of a long page's prose).
+    allowed_other = (1 - min_share) * total
+    other = 0
     by_kind: dict[str, int] = {}
-    for line in markdown_or_prose.splitlines():
-        plain, _ = _plain(line.strip().lstrip("#|> ").strip())
-        total += len(plain)
-        kind = wall_kind(plain)
-        if kind is not None:
+    for plain in lines:
+        kind = wall_kind(plain) if plain else None
+        if kind is None:
+            other += len(plain)
+            if other > allowed_other:
+                return None
+        else:
             by_kind[kind] = by_kind.get(kind, 0) + len(plain)
-    if not total or sum(by_kind.values()) < min_share * total:
+    if sum(by_kind.values()) < min_share * total:
         return None
     return max(by_kind.items(), key=lambda item: item[1])[0]
 
