@@ -171,6 +171,16 @@ class Settings:
         minimum=1024,
         maximum=1_000_000_000,
     )
+    max_markdown_chars: int = _setting(
+        200_000,
+        "The extraction budget: a page whose article Markdown is longer than this is no news "
+        "story (an archive, a list of thousands of results) and costly to fingerprint (about "
+        "2.4 s of CPU per MB of distinct paragraphs, measured): its Markdown is cut to this "
+        "length and it gets no digest, with the reason recorded. The longest Markdown of 111 "
+        "labelled real article pages is 54,871 characters (median 3,431).",
+        minimum=1000,
+        maximum=100_000_000,
+    )
     max_redirects: int = _setting(5, "Redirects followed per request.", minimum=0, maximum=30)
     fetch_retries: int = _setting(
         2,

@@ -154,7 +154,22 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
         )
     except Exception as exc:  # trafilatura on hostile HTML must not stop the run
         return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
+    if len(markdown) > settings.max_markdown_chars:
+        return past_extraction_budget(replace(base, status="ok", markdown=markdown), settings)
     return fingerprint(replace(base, status="ok", markdown=markdown), settings)
+
+
+def past_extraction_budget(page: Page, settings: Settings) -> Page:
+    """A page past the extraction budget: its Markdown cut at the last line break within
+    ``max_markdown_chars`` (so the store holds a bounded text), no digest, and why."""
+    limit = settings.max_markdown_chars
+    cut = page.markdown[:limit]
+    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
+    reason = (
+        f"over the extraction budget: {len(page.markdown)} characters of Markdown > "
+        f"max_markdown_chars {limit}"
+    )
+    return replace(page, markdown=cut, prose="", digest=None, no_digest_reason=reason)
 
 
 def fingerprint(page: Page, settings: Settings, furniture: frozenset[str] = frozenset()) -> Page:

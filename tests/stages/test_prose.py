@@ -259,3 +259,23 @@ def test_an_article_in_an_html_table_through_the_real_extraction() -> None:
     page = extract_page(base, html.encode(), SETTINGS)
     assert PARA in page.prose and PARA2 in page.prose
     assert page.digest is not None
+
+
+def test_a_page_past_the_extraction_budget_is_cut_and_gets_no_digest_with_its_reason() -> None:
+    from feedmd.models import Page
+    from feedmd.stages.scrape import extract_page
+
+    paragraphs = "".join(f"<p>{PARA} Number {i}.</p>" for i in range(40))
+    html = f"<html><body><article>{paragraphs}</article></body></html>".encode()
+    base = Page(url_hash="h", url="https://big.example/a", org="o", status="ok")
+    whole = extract_page(base, html, SETTINGS)
+    assert whole.digest is not None
+    size = len(whole.markdown)
+    within = extract_page(base, html, with_extra(max_markdown_chars=size))
+    assert within.digest == whole.digest
+    over = extract_page(base, html, with_extra(max_markdown_chars=size - 1))
+    assert over.digest is None and over.prose == ""
+    assert over.no_digest_reason == (
+        f"over the extraction budget: {size} characters of Markdown > max_markdown_chars {size - 1}"
+    )
+    assert len(over.markdown) < size and whole.markdown.startswith(over.markdown)
