@@ -62,10 +62,16 @@ def _open(config: Config, create: bool = False) -> Any:
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Write here (atomically) instead of standard output.",
+    help="Write here (atomically, mode 0644 less the umask) instead of standard output. "
+    "The document's own link is then BASE_URL/FILE-NAME: the file's folder is served at "
+    "--base-url as it is, by any static web server.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--base-url", help="Base of the feed's own links (default: [output] base_url).")
+@click.option(
+    "--base-url",
+    help="Where the document is served: its feed_url and rel=self are built on it "
+    "(default: [output] base_url).",
+)
 @_db_option
 @_config_option
 def export_command(
@@ -107,7 +113,12 @@ def export_command(
             items = deliveries.kept_items(database, org=org, limit=limit)
     finally:
         database.close()
-    meta = deliver.page_meta(meta, items, limit)
+    if output:
+        # a static file has no next page: ?before= would serve the same file again
+        self_url = f"{base.rstrip('/')}/{Path(output).name}"
+        meta = dataclasses.replace(meta, json_url=self_url, atom_url=self_url)
+    else:
+        meta = deliver.page_meta(meta, items, limit)
     data = (
         deliver.json_bytes(deliver.json_feed(meta, items))
         if fmt == "json"

@@ -33,6 +33,8 @@ from typing import Any
 
 import sqlite_utils
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -113,7 +115,9 @@ def create_app(
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    # feeds are large, repetitive text: gzip them for clients that accept it
+    middleware = [Middleware(GZipMiddleware, minimum_size=500)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 @contextlib.contextmanager
