@@ -12,6 +12,7 @@ A bad key, type or value raises ``ConfigError`` naming the key and where it came
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -457,7 +458,9 @@ def coerce_setting(name: str, raw: Any, origin: str) -> Any:
     """
     spec = SETTING_FIELDS.get(name)
     if spec is None:
-        raise ConfigError(f"{origin}: unknown setting {name!r}")
+        close = difflib.get_close_matches(name, list(SETTING_FIELDS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{origin}: unknown setting {name!r}{hint}")
     kind = type(spec.default)
     value: Any
     try:

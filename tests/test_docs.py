@@ -38,3 +38,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert "python -m pytest\n" in ci
     assert "pip install --quiet -e '.[test]'" in ci
+
+
+def test_the_readme_documents_shell_completion() -> None:
+    assert "_FEEDMD_COMPLETE=bash_source feedmd" in README
