@@ -167,7 +167,7 @@ def run_command(
             "no config file: write one with `feedmd init`, or name it with --config or "
             "FEEDMD_CONFIG"
             if config.source == "<defaults>"
-            else f"{config.source}: no feeds configured ([[orgs]] with [[orgs.feeds]])"
+            else f"{config.source}: no feeds configured: add one with `feedmd feeds add`"
         )
         raise click.ClickException(hint)
     now = _parse_now(as_of)

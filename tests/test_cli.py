@@ -134,7 +134,7 @@ def test_the_config_file_is_found_by_default(here: Path) -> None:
     # run beside it: the file is read, and says what to do next
     empty = invoke("run")
     assert empty.exit_code == 1 and "feedmd.toml: no feeds configured" in empty.output
-    assert "[[orgs.feeds]]" in empty.output
+    assert "feedmd feeds add" in empty.output
 
     # FEEDMD_CONFIG names another file; --config wins over both
     elsewhere = here / "conf" / "prod.toml"

@@ -115,6 +115,15 @@ class Store:
             )
         return specs
 
+    def feed_states(self) -> dict[str, dict[str, Any]]:
+        """{feed name: its last fetch, status, HTTP status and error} for every stored feed
+        (``feedmd feeds list``); times as stored (ISO 8601 UTC)."""
+        rows = self.conn.execute(
+            "SELECT name, last_fetched_at, last_status, last_http_status, last_error FROM feeds"
+        ).fetchall()
+        keys = ("last_fetched_at", "last_status", "last_http_status", "last_error")
+        return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in rows}
+
     def start_run(self, now: datetime, started: datetime, settings: Settings) -> int:
         """Record a run as started (committed at once, so a crash leaves a trace)."""
         with transaction(self.db) as conn:
