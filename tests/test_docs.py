@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from click.testing import CliRunner
 from conftest import REPO
@@ -38,6 +39,21 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     assert "python -m pytest\n" in ci
     assert "pip install --quiet -e '.[test]'" in ci
+
+
+def test_the_deploy_guide_is_linked_and_its_commands_parse() -> None:
+    assert "(docs/deploy.md)" in README
+    deploy = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for needle in ("*/5", "[Timer]", "OnUnitActiveSec", "ExecStart=", "reverse_proxy"):
+        assert needle in deploy, needle
+    assert "proxy_pass http://127.0.0.1:8000" in deploy and "ssl_certificate" in deploy
+    commands = re.findall(r"venv/bin/feedmd ((?:init|run|serve|feeds|tokens)[^'>\n&]*)", deploy)
+    assert len(commands) >= 5
+    runner = CliRunner()
+    for line in commands:
+        args = shlex.split(line)
+        result = runner.invoke(main, [*args, "--help"])
+        assert result.exit_code == 0, (line, result.output)
 
 
 def test_the_readme_documents_shell_completion() -> None:
