@@ -1,8 +1,8 @@
 """The ``feedmd`` command line. FeedmdError becomes a click error here, and only here.
 
-Every pipeline setting is also a flag (``--jaccard-threshold 0.7``), generated from the
-``Settings`` dataclass, so flags, ``FEEDMD_*`` variables and ``feedmd.toml`` keys always
-agree.
+Each command shows as flags the few settings it uses (``run --proxy URL``); every setting
+is reachable from every command with ``--set KEY=VALUE``, through ``FEEDMD_*`` variables and
+in ``feedmd.toml`` (found by default: ``cli_common.find_config``).
 """
 
 from __future__ import annotations
@@ -17,34 +17,19 @@ from typing import Any
 
 import click
 
-from feedmd.config import SETTING_FIELDS, Config, load_config, settings_layer
+from feedmd.cli_common import (
+    CONTEXT_SETTINGS,
+    config_option,
+    db_option,
+    load,
+    setting_options,
+    settings_from,
+)
+from feedmd.config import SETTING_FIELDS, Config, settings_layer
 from feedmd.db import applied_migrations, apply_migrations, available_migrations, connect
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
 from feedmd.timeutil import parse_iso
-
-F = Callable[..., Any]
-
-
-def setting_options(command: F) -> F:
-    """Add one ``--setting-name`` option per pipeline setting to a click command."""
-    for name, spec in reversed(SETTING_FIELDS.items()):
-        kind = type(spec.default)
-        click_type: Any = {int: int, float: float, bool: bool}.get(kind, str)
-        if spec.metadata["choices"]:
-            click_type = click.Choice(spec.metadata["choices"])
-        command = click.option(
-            "--" + name.replace("_", "-"),
-            name,
-            type=click_type,
-            default=None,
-            help=f"{spec.metadata['doc']} [default: {spec.default!r}; env FEEDMD_{name.upper()}]",
-        )(command)
-    return command
-
-
-def _settings_from(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {name: kwargs.pop(name) for name in list(kwargs) if name in SETTING_FIELDS}
 
 
 class _FeedmdGroup(click.Group):
@@ -57,19 +42,18 @@ class _FeedmdGroup(click.Group):
             raise click.ClickException(str(exc)) from None
 
 
-@click.group(cls=_FeedmdGroup)
+@click.group(cls=_FeedmdGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="feedmd")
 def main() -> None:
-    """feedmd: de-duplicated, full-text news feeds from noisy RSS and Atom sources."""
+    """feedmd: de-duplicated, full-text news feeds from noisy RSS and Atom sources.
+
+    Every command reads ./feedmd.toml (or the file named by $FEEDMD_CONFIG or --config)
+    when there is one; `feedmd init` writes a commented one. Settings come from the
+    built-in defaults, then the file, then FEEDMD_* variables, then the command line
+    (a command's own flags, or --set KEY=VALUE for any setting).
+    """
     # httpx logs every request URL at INFO; a webhook URL may carry a token in its query
     logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-def _load(config_path: str | None, settings: dict[str, Any], db: str | None) -> Config:
-    config = load_config(config_path, overrides=settings)
-    if db:
-        config = dataclasses.replace(config, database=db)
-    return config
 
 
 def _progress() -> Callable[[int, int], None] | None:
@@ -91,14 +75,47 @@ def _progress() -> Callable[[int, int], None] | None:
     return show
 
 
-@main.command("run")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="feedmd.toml to read (default: built-in settings, no feeds).",
+RUN_SETTINGS = (
+    "dedup_scope",
+    "dedup_window_hours",
+    "history_window_hours",
+    "max_pages_per_run",
+    "fetch_concurrency",
+    "proxy",
+    "allow_private_addresses",
+    "run_lease_wait_seconds",
 )
-@click.option("--db", help="SQLite file (overrides 'database' in the config; env FEEDMD_DATABASE).")
+# Settings that decide duplicates: what replay and the evaluations are run to vary.
+DEDUP_SETTINGS = (
+    "dedup_scope",
+    "dedup_window_hours",
+    "jaccard_threshold",
+    "containment_threshold",
+    "simhash_max_bits",
+    "tlsh_max_distance",
+    "shingle_containment_threshold",
+)
+HEADLINE_SETTINGS = (
+    "headline_min_tokens",
+    "jaccard_threshold",
+    "containment_threshold",
+    "containment_min_tokens",
+    "simhash_max_bits",
+    "subject_gate",
+)
+PROSE_SETTINGS = ("prose_min_words", "prose_min_chars", "prose_max_link_share")
+BODY_SETTINGS = (
+    "tlsh_max_distance",
+    "shingle_containment_threshold",
+    "similar_tlsh_distance",
+    "similar_containment",
+)
+PAGE_FETCH_SETTINGS = ("proxy", "allow_private_addresses")
+
+
+@main.command("run")
+@config_option
+@db_option
 @click.option(
     "--now",
     "as_of",
@@ -118,7 +135,7 @@ def _progress() -> Callable[[int, int], None] | None:
     help="Fetch and decide on a throwaway copy of the store: store nothing, write and send "
     "nothing, and list what would be dropped and why.",
 )
-@setting_options
+@setting_options(*RUN_SETTINGS)
 def run_command(
     config_path: str | None,
     db: str | None,
@@ -131,18 +148,28 @@ def run_command(
 ) -> None:
     """Run every due feed once: fetch, dedup, scrape, dedup, store, deliver.
 
-    Exit code 0 when everything worked, 3 when some feeds or pages failed but the run
-    completed, 1 on a configuration or store error.
+    \b
+    Exit codes:
+      0  everything worked
+      1  a configuration or store error (nothing was run)
+      2  a usage error (a bad flag or value)
+      3  the run completed, but some feeds or pages failed
+      4  another run of the same orgs holds the lease and did not finish in time
+         (run_lease_wait_seconds); try again later
     """
     from feedmd.db import open_store
     from feedmd.pipeline import run
     from feedmd.stages.store import RunLeaseHeld, Store
 
-    config = _load(config_path, _settings_from(kwargs), db)
+    config = load(config_path, settings_from(kwargs), db)
     if not config.feeds:
-        raise click.ClickException(
-            f"{config.source}: no feeds configured ([[orgs]] with [[orgs.feeds]])"
+        hint = (
+            "no config file: write one with `feedmd init`, or name it with --config or "
+            "FEEDMD_CONFIG"
+            if config.source == "<defaults>"
+            else f"{config.source}: no feeds configured: add one with `feedmd feeds add`"
         )
+        raise click.ClickException(hint)
     now = _parse_now(as_of)
     if dry_run:
         _dry_run(config, now, force, as_json)
@@ -215,7 +242,7 @@ def _print_report(report: RunReport, as_json: bool) -> None:
     help="Also deliver the demo's kept items to this URL, signed with the secret in "
     "FEEDMD_WEBHOOK_SECRET (whsec_...).",
 )
-@setting_options
+@setting_options("dedup_scope", "jaccard_threshold", "tlsh_max_distance")
 def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
     """Run the real pipeline on the bundled fixture news day, offline.
 
@@ -230,39 +257,52 @@ def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
 
         load_secret("FEEDMD_WEBHOOK_SECRET")  # a missing secret stops before any work
     result = run_demo(
-        out, overrides=_settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
+        out, overrides=settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
     )
     click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
 
 
 @main.command("migrate")
-@click.option("--db", default=None, help="SQLite file (default: from the config).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@db_option
+@config_option
 @click.option(
     "--list",
     "list_only",
     is_flag=True,
     help="Show applied and pending migrations without applying any.",
 )
-def migrate_command(db: str | None, config_path: str | None, list_only: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="With --list: print JSON.")
+def migrate_command(
+    db: str | None, config_path: str | None, list_only: bool, as_json: bool
+) -> None:
     """Apply pending database migrations (opening the store does it too)."""
-    config = _load(config_path, {}, db)
-    if list_only and not Path(config.database).exists():
-        for migration in available_migrations():
-            click.echo(f"pending  {migration.name}")
+    config = load(config_path, {}, db)
+    if as_json and not list_only:
+        raise click.UsageError("--json goes with --list")
+    if list_only:
+        done: dict[str, str] = {}
+        if Path(config.database).exists():
+            database = connect(config.database)
+            try:
+                done = applied_migrations(database)
+            finally:
+                database.close()
+        rows = [
+            {
+                "name": migration.name,
+                "state": "applied" if migration.name in done else "pending",
+                "applied_at": done.get(migration.name),
+            }
+            for migration in available_migrations()
+        ]
+        if as_json:
+            click.echo(json.dumps({"database": config.database, "migrations": rows}, indent=2))
+            return
+        for row in rows:
+            click.echo(f"{row['state']}  {row['name']}  {row['applied_at'] or ''}".rstrip())
         return
     database = connect(config.database)
     try:
-        if list_only:
-            done = applied_migrations(database)
-            for migration in available_migrations():
-                state = (
-                    f"applied  {migration.name}  {done[migration.name]}"
-                    if migration.name in done
-                    else f"pending  {migration.name}"
-                )
-                click.echo(state)
-            return
         applied = apply_migrations(database)
     finally:
         database.close()
@@ -272,7 +312,7 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
 
 
 @main.command("settings")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@config_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option(
     "--markdown",
@@ -280,7 +320,7 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
     help="Print the reference table of every setting "
     "(default and documentation) as the README shows it.",
 )
-@setting_options
+@setting_options()
 def settings_command(config_path: str | None, as_json: bool, markdown: bool, **kwargs: Any) -> None:
     """Show every setting's effective value (defaults, file, environment, flags)."""
     if markdown:
@@ -289,7 +329,7 @@ def settings_command(config_path: str | None, as_json: bool, markdown: bool, **k
         for name, spec in SETTING_FIELDS.items():
             click.echo(f"| `{name}` | `{spec.default!r}` | {spec.metadata['doc']} |")
         return
-    config = _load(config_path, _settings_from(kwargs), None)
+    config = load(config_path, settings_from(kwargs), None)
     values = config.settings.describe()
     if as_json:
         click.echo(json.dumps(values, indent=2, sort_keys=True))
@@ -300,8 +340,8 @@ def settings_command(config_path: str | None, as_json: bool, markdown: bool, **k
 
 @main.command("explain")
 @click.argument("item")
-@click.option("--db", default=None, help="SQLite file (default: from the config).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@db_option
+@config_option
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the whole trail as JSON, evidence complete."
 )
@@ -312,7 +352,7 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
     ITEM is an item id, a URL, or a search string (titles and publishers)."""
     from feedmd.explain import explain, find_items, render
 
-    config = _load(config_path, {}, db)
+    config = load(config_path, {}, db)
     if not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database")
     database = connect(config.database)
@@ -334,8 +374,8 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
 
 
 @main.command("replay")
-@click.option("--db", default=None, help="SQLite file (default: from the config).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@db_option
+@config_option
 @click.option("--since", help="Replay the runs from this ISO 8601 time on (default: all).")
 @click.option(
     "--settings",
@@ -344,7 +384,7 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
     help="A TOML file of settings to replay under (feedmd.toml keys).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
-@setting_options
+@setting_options(*DEDUP_SETTINGS)
 def replay_command(
     db: str | None,
     config_path: str | None,
@@ -359,10 +399,10 @@ def replay_command(
     setting flags change them."""
     from feedmd.replay import replay, summarize
 
-    config = _load(config_path, {}, db)
+    config = load(config_path, {}, db)
     if not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database")
-    changes = settings_layer(settings_path, _settings_from(kwargs))
+    changes = settings_layer(settings_path, settings_from(kwargs))
     result = replay(config.database, changes, _parse_now(since))
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
@@ -420,7 +460,8 @@ def replay_command(
     "(needs the plot extra: matplotlib).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
+@config_option
+@setting_options()
 def sweep_command(
     grid_specs: tuple[str, ...],
     grid_file: str | None,
@@ -430,6 +471,7 @@ def sweep_command(
     reprints: str | None,
     plot_path: str | None,
     as_json: bool,
+    config_path: str | None,
     **kwargs: Any,
 ) -> None:
     """Run the evaluations over a grid of settings and print, for each point, the figures
@@ -448,7 +490,7 @@ def sweep_command(
     sources = Sources(*(Path(p) if p else None for p in (headlines, pairs, pages, reprints)))
     if not any(dataclasses.astuple(sources)):
         raise click.UsageError("give at least one of --headlines, --pairs, --pages, --reprints")
-    base = load_config(None, overrides=_settings_from(kwargs)).settings
+    base = load(config_path, settings_from(kwargs), None).settings
     report = sweep(sources, base, grid)
     if plot_path:
         plot(report, plot_path)
@@ -469,7 +511,7 @@ def sweep_command(
                 click.echo(f"    - {line}")
 
 
-@main.group("eval")
+@main.group("eval", context_settings=CONTEXT_SETTINGS)
 def eval_group() -> None:
     """Measure feedmd on labelled data: your own files, or the development data in the
     repository's eval/ folder (eval/README.md there describes every format)."""
@@ -493,14 +535,15 @@ def _print_eval(report: dict[str, Any], as_json: bool, summary_keys: list[str]) 
     help="Replay the headlines in batches of this many minutes, as a poller would.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
+@config_option
+@setting_options(*HEADLINE_SETTINGS)
 def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwargs: Any) -> None:
     """Replay labelled headlines oldest first through the real stage 1 in a temporary store
     and report merge precision, merges by rule, false merges, and pairwise and B-cubed
     precision / recall / F1 against the story labels."""
     from feedmd.evaluation.headlines import evaluate_headlines
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_headlines(path, settings, batch_minutes)
     _print_eval(
         report,
@@ -522,13 +565,14 @@ def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwa
 @eval_group.command("pairs")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
+@config_option
+@setting_options(*HEADLINE_SETTINGS)
 def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
     """Score the headline matcher on labelled pairs: tp, fp, fn, tn, precision, recall
     (unsure pairs left out)."""
     from feedmd.evaluation.headlines import evaluate_pairs
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_pairs(path, settings)
     _print_eval(report, as_json, ["pairs", "tp", "fp", "fn", "tn", "precision", "recall"])
 
@@ -542,7 +586,8 @@ def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
 )
 @click.option("--per-page", is_flag=True, help="Include each page's figures in --json.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
+@config_option
+@setting_options(*PROSE_SETTINGS)
 def eval_pages_command(
     directory: str, reference: bool, per_page: bool, as_json: bool, **kwargs: Any
 ) -> None:
@@ -551,7 +596,7 @@ def eval_pages_command(
     how many pages give no digest."""
     from feedmd.evaluation.pages import evaluate_pages
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_pages(directory, settings, reference=reference, per_page=per_page)
     _print_eval(report, as_json, ["pages", "precision", "recall", "f1", "no_digest"])
 
@@ -559,14 +604,15 @@ def eval_pages_command(
 @eval_group.command("reprints")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
+@config_option
+@setting_options(*PROSE_SETTINGS, *BODY_SETTINGS)
 def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
     """Score stage 2 on labelled page pairs (reprint / different): reprint recall, false
     merges and precision for TLSH, for shingle containment and for both combined. Build a
     set from real pages with `feedmd eval make-reprints`."""
     from feedmd.evaluation.reprints import evaluate_reprints
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_reprints(path, settings)
     _print_eval(
         report, as_json, ["pairs", "reprint_recall", "precision", "no_digest", "by_matcher"]
@@ -623,13 +669,14 @@ def eval_make_reprints_command(
 @main.command("fingerprint")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@setting_options
+@config_option
+@setting_options(*PROSE_SETTINGS, *PAGE_FETCH_SETTINGS)
 def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
     """Show what feedmd sees in pages (files or URLs): prose length, the TLSH digest or why
     there is none, the junk verdict, the number of shingles."""
     from feedmd.evaluation.reprints import describe_page, load_page
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     rows = [describe_page(source, load_page(source, settings), settings) for source in sources]
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -646,13 +693,14 @@ def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) 
 @click.argument("first")
 @click.argument("second")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@setting_options
+@config_option
+@setting_options(*BODY_SETTINGS, *PAGE_FETCH_SETTINGS)
 def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> None:
     """Compare two pages (files or URLs) as stage 2 would: TLSH distance, shingle
     containment, and the verdict (reprint, similar, different)."""
     from feedmd.evaluation.reprints import compare_pages, load_page
 
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     result = compare_pages(load_page(first, settings), load_page(second, settings), settings)
     if as_json:
         click.echo(json.dumps(result, indent=2))
@@ -665,9 +713,20 @@ def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> No
 
 def _register_delivery_commands() -> None:
     from feedmd.cli_delivery import COMMANDS
+    from feedmd.cli_feeds import COMMANDS as FEED_COMMANDS
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, *FEED_COMMANDS):
         main.add_command(command)
+    _help_everywhere(main)
+
+
+def _help_everywhere(group: click.Group) -> None:
+    """-h as well as --help on every command, also when a command is invoked on its own
+    (click keeps a command's help option once made, so a parent's settings may come late)."""
+    for command in group.commands.values():
+        command.context_settings = {**CONTEXT_SETTINGS, **command.context_settings}
+        if isinstance(command, click.Group):
+            _help_everywhere(command)
 
 
 _register_delivery_commands()

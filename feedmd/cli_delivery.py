@@ -14,25 +14,23 @@ from typing import Any
 import click
 
 from feedmd import deliveries
-from feedmd.config import Config, load_config
+from feedmd.cli_common import config_option as _config_option
+from feedmd.cli_common import db_option as _db_option
+from feedmd.cli_common import load
+from feedmd.config import Config
 from feedmd.timeutil import utcnow
 
 DEFAULT_BASE_URL = "http://localhost:8000"
 
-_config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="feedmd.toml to read (database, feeds, visibility, webhooks).",
-)
-_db_option = click.option(
-    "--db", help="SQLite file (overrides 'database' in the config; env FEEDMD_DATABASE)."
-)
-
 
 def _config(config_path: str | None, db: str | None) -> Config:
-    config = load_config(config_path)
-    return dataclasses.replace(config, database=db) if db else config
+    """The configuration: --config, else $FEEDMD_CONFIG, else ./feedmd.toml if any."""
+    return load(config_path, None, db)
+
+
+def _from_file(config: Config) -> bool:
+    """Whether a config file was read (feeds, visibility and webhooks come from it)."""
+    return config.source != "<defaults>"
 
 
 def _open(config: Config, create: bool = False) -> Any:
@@ -62,10 +60,16 @@ def _open(config: Config, create: bool = False) -> Any:
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
-    help="Write here (atomically) instead of standard output.",
+    help="Write here (atomically, mode 0644 less the umask) instead of standard output. "
+    "The document's own link is then BASE_URL/FILE-NAME: the file's folder is served at "
+    "--base-url as it is, by any static web server.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--base-url", help="Base of the feed's own links (default: [output] base_url).")
+@click.option(
+    "--base-url",
+    help="Where the document is served: its feed_url and rel=self are built on it "
+    "(default: [output] base_url).",
+)
 @_db_option
 @_config_option
 def export_command(
@@ -87,7 +91,7 @@ def export_command(
     if feed and org:
         raise click.UsageError("give --feed or --org, not both")
     config = _config(config_path, db)
-    base = base_url or (config.output.base_url if config_path else DEFAULT_BASE_URL)
+    base = base_url or (config.output.base_url if _from_file(config) else DEFAULT_BASE_URL)
     database = _open(config)
     try:
         orgs = deliveries.list_orgs(database)
@@ -107,7 +111,12 @@ def export_command(
             items = deliveries.kept_items(database, org=org, limit=limit)
     finally:
         database.close()
-    meta = deliver.page_meta(meta, items, limit)
+    if output:
+        # a static file has no next page: ?before= would serve the same file again
+        self_url = f"{base.rstrip('/')}/{Path(output).name}"
+        meta = dataclasses.replace(meta, json_url=self_url, atom_url=self_url)
+    else:
+        meta = deliver.page_meta(meta, items, limit)
     data = (
         deliver.json_bytes(deliver.json_feed(meta, items))
         if fmt == "json"
@@ -149,7 +158,8 @@ def serve_command(
     base_url: str | None,
     tick: float,
 ) -> None:
-    """Serve the feeds over HTTP and, with --config, run each feed at its poll interval.
+    """Serve the feeds over HTTP and, with a config file (./feedmd.toml, FEEDMD_CONFIG or
+    --config), run each feed at its poll interval.
 
     Routes: / (landing page), /health, /feeds, /feeds/NAME.json|.atom, /orgs/NAME.json|.atom.
     Public feeds need no token; the others need 'Authorization: Bearer TOKEN' with a token
@@ -165,7 +175,7 @@ def serve_command(
     config = _config(config_path, db)
     store = Store(open_store(config.database))
     try:
-        if config_path:
+        if _from_file(config):
             store.sync_feeds(config)
             deliver.sync_configuration(store, config)
         private = [f for f in deliveries.list_feeds(store.db) if not f.public]
@@ -178,7 +188,7 @@ def serve_command(
                 )
     finally:
         store.db.close()
-    if config_path:
+    if _from_file(config):
         scheduler = server.pipeline_scheduler(config)
     else:
         policy = webhooks.policy_from(config.settings)
@@ -195,7 +205,7 @@ def serve_command(
 
     output = (
         FileOutput(config.output.directory, config.output.base_url, config.settings.feed_page_size)
-        if config_path and config.output.directory
+        if _from_file(config) and config.output.directory
         else None
     )
     app = server.create_app(
@@ -235,9 +245,9 @@ def tokens_create(org: str, label: str, db: str | None, config_path: str | None)
     from feedmd.stages.store import Store
 
     config = _config(config_path, db)
-    database = _open(config, create=bool(config_path))
+    database = _open(config, create=_from_file(config))
     try:
-        if config_path:
+        if _from_file(config):
             Store(database).sync_feeds(config)
         token = deliveries.create_token(database, org, label, utcnow())
     finally:
@@ -250,13 +260,20 @@ def tokens_create(org: str, label: str, db: str | None, config_path: str | None)
 @tokens_group.command("list")
 @_db_option
 @_config_option
-def tokens_list(db: str | None, config_path: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def tokens_list(db: str | None, config_path: str | None, as_json: bool) -> None:
     """List tokens (id, org, label, created, revoked); the tokens themselves are not kept."""
     database = _open(_config(config_path, db))
     try:
         rows = deliveries.list_tokens(database)
     finally:
         database.close()
+    if as_json:
+        keys = ("id", "org", "label", "created_at", "revoked_at")
+        click.echo(json.dumps([dict(zip(keys, row, strict=True)) for row in rows], indent=2))
+        return
+    if not rows:
+        click.echo("no tokens (create one with: feedmd tokens create --org ORG)")
     for token_id, org, label, created, revoked in rows:
         state = f"revoked {revoked}" if revoked else "live"
         click.echo(f"{token_id}\t{org}\t{label or '-'}\t{created}\t{state}")
@@ -326,6 +343,12 @@ def deliveries_group(
             )
         )
         return
+    if not endpoints:
+        click.echo("no webhook endpoints (add [[orgs.webhooks]] to the config)")
+    if not rows:
+        click.echo(
+            f"no {status} deliveries" if status else "no deliveries (nothing sent to a webhook yet)"
+        )
     for e in endpoints:
         state = f"disabled ({e.disabled_reason})" if e.disabled_at else "enabled"
         click.echo(

@@ -15,6 +15,7 @@ of overflowing a date computation runs later. The file must be UTF-8 (TOML says 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -530,7 +531,9 @@ def coerce_setting(name: str, raw: Any, origin: str) -> Any:
     """
     spec = SETTING_FIELDS.get(name)
     if spec is None:
-        raise ConfigError(f"{origin}: unknown setting {name!r}")
+        close = difflib.get_close_matches(name, list(SETTING_FIELDS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{origin}: unknown setting {name!r}{hint}")
     kind = type(spec.default)
     value: Any
     try:

@@ -36,6 +36,7 @@ import sqlite_utils
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -163,7 +164,10 @@ def create_app(
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
+    # feeds are large, repetitive text: gzip them for clients that accept it; every
+    # response (errors included) carries the security headers
+    middleware = [Middleware(GZipMiddleware, minimum_size=500), Middleware(SecurityHeaders)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 @contextlib.contextmanager

@@ -210,7 +210,6 @@ url = "http://feeds.example/missing.xml"
             "--config",
             str(config),
             "--allow-private-addresses",
-            "true",
             "--proxy",
             server.proxy_url,
             "--now",
@@ -226,7 +225,6 @@ url = "http://feeds.example/missing.xml"
             "--config",
             str(config),
             "--allow-private-addresses",
-            "true",
             "--proxy",
             server.proxy_url,
             "--now",
@@ -248,9 +246,12 @@ def test_bad_config_stops_before_any_work(tmp_path: Path) -> None:
 
 
 def test_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["settings", "--jaccard-threshold", "2"])
-    assert result.exit_code == 1
-    assert "flag --jaccard-threshold: setting 'jaccard_threshold' must be <= 1" in result.output
+    result = CliRunner().invoke(main, ["settings", "--set", "jaccard_threshold=2"])
+    assert result.exit_code == 2
+    assert "--set jaccard_threshold: setting 'jaccard_threshold' must be <= 1" in result.output
+    flag = CliRunner().invoke(main, ["compare", "a", "b", "--similar-containment", "2"])
+    assert flag.exit_code == 1
+    assert "flag --similar-containment: setting 'similar_containment' must be <= 1" in flag.output
 
 
 def _one_page_feed(site: Site, url: str) -> str:

@@ -103,7 +103,6 @@ def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_
             "--proxy",
             harness.server.proxy_url,
             "--allow-private-addresses",
-            "true",
             "--run-lease-wait-seconds",
             "0",
             "--now",

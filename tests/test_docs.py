@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from click.testing import CliRunner
 from conftest import REPO
@@ -81,3 +82,22 @@ def test_docs_name_no_file_outside_the_repository() -> None:
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
         assert "../shared" not in text and "shared/" not in text, doc
+
+
+def test_the_deploy_guide_is_linked_and_its_commands_parse() -> None:
+    assert "(docs/deploy.md)" in README
+    deploy = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for needle in ("*/5", "[Timer]", "OnUnitActiveSec", "ExecStart=", "reverse_proxy"):
+        assert needle in deploy, needle
+    assert "proxy_pass http://127.0.0.1:8000" in deploy and "ssl_certificate" in deploy
+    commands = re.findall(r"venv/bin/feedmd ((?:init|run|serve|feeds|tokens)[^'>\n&]*)", deploy)
+    assert len(commands) >= 5
+    runner = CliRunner()
+    for line in commands:
+        args = shlex.split(line)
+        result = runner.invoke(main, [*args, "--help"])
+        assert result.exit_code == 0, (line, result.output)
+
+
+def test_the_readme_documents_shell_completion() -> None:
+    assert "_FEEDMD_COMPLETE=bash_source feedmd" in README

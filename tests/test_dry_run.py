@@ -41,7 +41,6 @@ def test_dry_run_shows_what_would_be_dropped_and_stores_nothing(site: Site, tmp_
         "--config",
         str(config),
         "--allow-private-addresses",
-        "true",
         "--proxy",
         server.proxy_url,
         "--now",

@@ -23,7 +23,7 @@ from feedmd import deliveries, overrides
 from feedmd.db import open_store
 from feedmd.deliveries import EndpointSpec
 from feedmd.demo import run_demo
-from feedmd.review import chart, queries
+from feedmd.review import chart, passages, queries
 from feedmd.server import create_app
 from feedmd.timeutil import utcnow
 
@@ -171,12 +171,66 @@ def test_item_page_shows_the_trail_evidence_window_and_scope(site: Site) -> None
     assert "by rule <strong>jaccard</strong>" in html
     assert "score 1 against threshold 0.6" in html
     assert "48 h, scope org" in html
-    assert "shared tokens" in html and "subject gate" in html
+    assert "shared headline words" in html and "subject gate" in html
     assert ">Not a duplicate</button>" not in html  # reading is public, correcting is not
     assert "correcting them needs one of its tokens" in html
     site.sign_in()
     assert ">Not a duplicate</button>" in site.http.get(f"/review/items/{copy}").text
     assert site.http.get("/review/items/999999").status_code == 404
+
+
+def test_clusters_are_open_and_a_canonical_shows_its_own_verdict(site: Site) -> None:
+    pope = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    html = site.http.get("/review/runs/1").text
+    assert html.count('<details class="cluster"') == html.count('" open>') >= 4
+    cluster = html[html.index(f'id="cluster-{pope}" open>') :]
+    cluster = cluster[: cluster.index("</details>")]
+    row = cluster[cluster.index("<td>canonical</td>") :]
+    row = row[: row.index("</tr>")]
+    # its own verdict: kept, no rule or score that reads as a drop
+    assert "<td>kept</td>" in row and '<td class="num">–</td>' in row
+    assert "similar-tlsh" not in row.split('class="annotation"')[0].split("</a>")[-1]
+    # the similarity apart, as a note
+    note = row[row.index('class="annotation"') :]
+    assert "possible duplicate of" in note and "similar-tlsh 95" in note and "kept" in note
+    item = site.http.get(f"/review/items/{pope}").text
+    assert '<span class="decision kept">kept</span>' in item
+    assert "<dt>Note</dt>" in item and "marked at threshold 100" in item
+
+
+def test_a_stage_2_merge_shows_both_bodies_and_evidence_in_words(site: Site) -> None:
+    reprint = item_id(site.db_path, "ByteLedger", "Amazon eyes Decart")
+    canonical = item_id(site.db_path, "Continental Press", "Amazon in talks to acquire")
+    html = site.http.get(f"/review/items/{reprint}").text
+    bodies = html[html.index('<div class="pair bodies"') :]
+    bodies = bodies[: bodies.index("</section>")]
+    mine, theirs = bodies.split(f"<h4>Item {canonical} ")
+    assert "<h4>This item" in mine and "<mark>" in mine and "<mark>" in theirs
+    assert "Amazon.com is in advanced talks to acquire Decart" in mine
+    assert "% of this body" in html
+    evidence = html[html.index('<dl class="facts evidence">') :]
+    evidence = evidence[: evidence.index("</dl>")]
+    assert f'<dd><a href="/review/items/{canonical}">item {canonical}</a></dd>' in evidence
+    assert "<dd>an earlier item of the same run</dd>" in evidence
+    assert "reprint: the same body, so dropped" in evidence
+    assert "item_id" not in evidence and "{" not in evidence and "where" not in evidence
+    # a stage-1 merge has no scraped copy: no bodies section
+    copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
+    assert '<div class="pair bodies"' not in site.http.get(f"/review/items/{copy}").text
+
+
+def test_shared_passages_are_marked_on_both_sides() -> None:
+    common = "the harbour council approved a new ferry terminal budget on tuesday night"
+    first = f"An opening line of its own. {common}. A closing remark nobody else made."
+    second = f"A different start entirely here. {common}, officials said."
+    mine, theirs = passages.side_by_side(first, second)
+    marked = [text.strip() for text, shared in mine.segments if shared]
+    assert marked == [common + "."]
+    assert [t.strip() for t, s in theirs.segments if s] == [common + ","]
+    assert "".join(t for t, _ in mine.segments) == first
+    assert 0 < mine.shared_share < 1 and not mine.cut_before and not mine.cut_after
+    none, _ = passages.side_by_side("one two three four five six", "seven eight nine ten")
+    assert none.shared_words == 0 and none.segments == (("one two three four five six", False),)
 
 
 def test_search_by_url_title_and_publisher(site: Site) -> None:

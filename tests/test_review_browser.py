@@ -74,6 +74,8 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
     token = deliveries.create_token(db, "newsroom", "reviewer", utcnow())
     db.close()
     assert token is not None
+    reprint = item_id(database, "ByteLedger", "Amazon eyes Decart")
+    canonical_id = item_id(database, "Continental Press", "Amazon in talks to acquire")
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with serving(create_app(database)) as http, sync_playwright() as driver:
@@ -100,13 +102,19 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
             page.wait_for_url(re.compile(r"/review\?notice=signed-in"))
             assert "Signed in to newsroom as reviewer" in page.inner_text("body")
 
-            # a run: open the Pope Leo cluster from the keyboard
+            # a run: its clusters are open on arrival, the page's purpose in sight
             page.get_by_role("link", name="Run 1", exact=True).click()
             page.wait_for_url(f"{base}/review/runs/1")
             cluster = page.locator("details.cluster", has_text="Pope Leo will have surgery")
+            assert cluster.get_attribute("open") is not None
+            assert cluster.get_by_role("table").is_visible()
+            canonical = cluster.get_by_role("row").filter(has_text="canonical")
+            assert "possible duplicate" in canonical.inner_text()
+            # and still fold from the keyboard
             cluster.locator("summary").focus()
             page.keyboard.press("Enter")
-            assert cluster.get_attribute("open") is not None
+            assert cluster.get_attribute("open") is None
+            page.keyboard.press("Enter")
             assert unlabelled_controls(page) == 0
             page.screenshot(path=shots / "run.png", full_page=True)
 
@@ -117,6 +125,14 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
             page.wait_for_url(re.compile(r"/review/runs/1\?notice=restored"))
             assert "is back in its feed" in page.get_by_role("status").inner_text()
             page.screenshot(path=shots / "run-after.png", full_page=True)
+
+            # a stage-2 merge: both bodies side by side, the shared passages marked
+            page.goto(f"{base}/review/items/{reprint}")
+            bodies = page.locator(".bodies")
+            assert bodies.is_visible()
+            assert bodies.locator("mark").count() >= 2
+            assert page.get_by_role("link", name=f"item {canonical_id}").first.is_visible()
+            page.screenshot(path=shots / "reprint.png", full_page=True)
 
             # the item's trail records the override
             page.goto(f"{base}/review/items/{copy}")
@@ -134,7 +150,7 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
         finally:
             browser.close()
 
-    for name in ("runs", "run", "run-after", "item", "feed"):
+    for name in ("runs", "run", "run-after", "reprint", "item", "feed"):
         assert (shots / f"{name}.png").stat().st_size > 1000
     if os.environ.get("FEEDMD_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(shots / "runs.png", REPO / "docs" / "review.png")

@@ -117,6 +117,22 @@ def test_health_landing_and_feed_list(client: tuple[httpx.Client, str]) -> None:
     assert [feed["name"] for feed in both] == ["a", "b"]
 
 
+def test_feeds_are_gzipped_for_clients_that_ask(client: tuple[httpx.Client, str]) -> None:
+    http, _ = client
+    for path in ("/feeds/a.json", "/feeds/a.atom", "/"):
+        response = http.get(path, headers={"Accept-Encoding": "gzip"})
+        assert response.status_code == 200
+        assert response.headers.get("content-encoding") == "gzip", path
+        assert response.content  # httpx decoded it
+    plain = http.get("/feeds/a.json", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert plain.json()["home_page_url"] == "http://feeds.example/"
+    # a revalidation still answers 304 with the same validator
+    etag = plain.headers["etag"]
+    again = http.get("/feeds/a.json", headers={"If-None-Match": etag, "Accept-Encoding": "gzip"})
+    assert again.status_code == 304
+
+
 def test_feeds_are_paged_json_feed_and_atom(client: tuple[httpx.Client, str]) -> None:
     http, _ = client
     first = http.get("/feeds/a.json")

@@ -239,7 +239,7 @@ def test_fingerprint_of_a_loopback_url_fails_with_the_reason(inside: _Server) ->
     assert "refused to connect to 127.0.0.1 (loopback address)" in result.output
     assert "Traceback" not in result.output
     allowed = CliRunner().invoke(
-        main, ["fingerprint", f"{inside.url}/page", "--allow-private-addresses", "true"]
+        main, ["fingerprint", f"{inside.url}/page", "--allow-private-addresses"]
     )
     assert allowed.exit_code == 0, allowed.output
 

@@ -29,8 +29,9 @@ from starlette.routing import Route
 from feedmd import explain, overrides
 from feedmd.db import connect
 from feedmd.ids import parse_id
-from feedmd.review import auth, chart, queries
+from feedmd.review import auth, chart, passages, queries
 from feedmd.review.auth import Viewer
+from feedmd.stages.store import Store
 from feedmd.timeutil import utcnow
 
 CSS_PATH = Path(__file__).parent / "static" / "review.css"
@@ -84,6 +85,78 @@ def _href(url: str) -> str:
     return url if url.lower().startswith(("http://", "https://")) else "#"
 
 
+# Evidence keys in words (feedmd explain --json keeps the raw keys).
+EVIDENCE_LABELS = {
+    "where": "matched",
+    "verdict": "body verdict",
+    "decided_by": "decided by",
+    "tlsh_distance": "TLSH distance",
+    "tlsh_match": "closest body by TLSH",
+    "containment": "shared passages (shingle containment)",
+    "containment_match": "closest body by shared passages",
+    "possible_duplicate_of": "possible duplicate of",
+    "digest": "TLSH digest",
+    "prose_chars": "prose length (characters)",
+    "shared_tokens": "shared headline words",
+    "headline_tokens": "headline words",
+    "matched_title": "matched headline",
+    "matched_through": "matched through",
+    "normalized_url": "normalised URL",
+    "entry_id": "entry id",
+    "http_status": "HTTP status",
+    "subject_gate_blocked": "subject gate blocked",
+    "shared_grams": "shared character 3-grams",
+    "replaced_representative": "replaced representative",
+}
+EVIDENCE_WORDS = {
+    "where": {
+        "run": "an earlier item of the same run",
+        "window": "a stored item of the dedup window",
+    },
+    "verdict": {
+        "reprint": "reprint: the same body, so dropped",
+        "similar": "similar body: kept and marked “possible duplicate”",
+        "different": "a different body",
+        "no digest": "no digest: too little prose to compare",
+    },
+    "decided_by": {
+        "tlsh": "TLSH distance",
+        "containment": "shared passages (shingle containment)",
+    },
+}
+
+
+def _evidence_label(key: str) -> str:
+    return EVIDENCE_LABELS.get(key, key.replace("_", " "))
+
+
+def _evidence_value(value: Any, key: str = "") -> Markup:
+    """An evidence value in words, item references as links; autoescaped like any text."""
+    if isinstance(value, dict) and isinstance(value.get("item_id"), int):
+        return Markup('<a href="/review/items/{0}">item {0}</a>').format(value["item_id"])
+    if isinstance(value, dict) and "run_key" in value:
+        return Markup("an entry of the same run")
+    if key in EVIDENCE_WORDS and isinstance(value, str):
+        return Markup.escape(EVIDENCE_WORDS[key].get(value, value))
+    if key == "matched_through" and isinstance(value, list):
+        return Markup.escape(f"{len(value)} dropped item(s) of the same run")
+    if isinstance(value, bool):
+        return Markup("yes" if value else "no")
+    if isinstance(value, float):
+        return Markup.escape(_number(value))
+    if isinstance(value, list):
+        shown = [_evidence_value(v, key) for v in value[: explain.EXCERPT_ITEMS]]
+        more = len(value) - explain.EXCERPT_ITEMS
+        text = Markup(", ").join(shown)
+        return text + (f", and {more} more" if more > 0 else "")
+    if isinstance(value, dict):
+        return Markup("; ").join(
+            Markup("{}: {}").format(_evidence_label(k), _evidence_value(v, k))
+            for k, v in value.items()
+        )
+    return Markup.escape(explain.excerpt(value))
+
+
 _ENV = Environment(
     loader=PackageLoader("feedmd.review", "templates"),
     autoescape=select_autoescape(["html"]),
@@ -95,6 +168,8 @@ _ENV.filters["number"] = _number
 _ENV.filters["href"] = _href
 _ENV.filters["when"] = _when
 _ENV.filters["excerpt"] = explain.excerpt  # the CLI's bounded excerpts, shared
+_ENV.filters["evidence_label"] = _evidence_label
+_ENV.filters["evidence_value"] = _evidence_value
 
 
 @contextlib.contextmanager
@@ -228,6 +303,11 @@ def item_page(context: ReviewContext, request: Request) -> Response:
         if not viewer.can_see(org):
             return _hidden(request, viewer, item_id)
         history = overrides.overrides_of(db, item_id)
+        excerpts = None
+        if trail.matched is not None:
+            bodies = Store(db).body_markdown([item_id, trail.matched["id"]])
+            if len(bodies) == 2:
+                excerpts = passages.side_by_side(bodies[item_id], bodies[trail.matched["id"]])
         candidates: list[queries.ItemRow] = []
         if query and trail.item["decision"] == "kept":
             found = queries.items_by_id(db, explain.find_items(db, query, SEARCH_LIMIT))
@@ -247,6 +327,7 @@ def item_page(context: ReviewContext, request: Request) -> Response:
         trail=trail,
         item=item,
         evidence=evidence,
+        excerpts=excerpts,
         history=history,
         candidates=candidates,
         merge_query=query,

@@ -11,14 +11,17 @@ delivery pass, and returns the counts of both for the run report.
 
 from __future__ import annotations
 
+import html
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from feedgen.feed import FeedGenerator
 from markdown_it import MarkdownIt
@@ -55,15 +58,34 @@ class FeedMeta:
     next_before: int | None = None
 
 
+def site_url(feed_url: str) -> str:
+    """The human page a feed document links to as its home: the upstream site's front
+    page (``https://host/``), not the upstream feed's XML, which a browser shows as code."""
+    parts = urlsplit(feed_url)
+    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else feed_url
+
+
 def feed_meta(feed: FeedRow, base_url: str) -> FeedMeta:
-    """The metadata of one feed's documents."""
+    """The metadata of one feed's documents as ``feedmd serve`` serves them
+    (``BASE/feeds/NAME.json``)."""
     base = base_url.rstrip("/")
     return FeedMeta(
         title=feed.title or feed.name,
-        home_page_url=feed.url,
+        home_page_url=site_url(feed.url),
         json_url=f"{base}/feeds/{feed.name}.json",
         atom_url=f"{base}/feeds/{feed.name}.atom",
         description=f"De-duplicated full-text items of {feed.url}, by feedmd.",
+    )
+
+
+def file_meta(feed: FeedRow, base_url: str) -> FeedMeta:
+    """The metadata of one feed's files in an output folder: the folder is served as it
+    is at ``base_url``, so ``DIR/NAME.json`` is ``BASE/NAME.json``."""
+    base = base_url.rstrip("/")
+    return replace(
+        feed_meta(feed, base_url),
+        json_url=f"{base}/{feed.name}.json",
+        atom_url=f"{base}/{feed.name}.atom",
     )
 
 
@@ -101,16 +123,53 @@ def _content_text(item: OutputItem) -> str:
     return item.markdown or item.summary or item.title
 
 
+class _TextOf(HTMLParser):
+    """The text of an HTML fragment: tags dropped, entities decoded, scripts left out."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in ("script", "style"):
+            self._skip += 1
+        elif tag in ("br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6"):
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style") and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def plain_text(fragment: str) -> str:
+    """An HTML fragment as one line of plain text (JSON Feed's ``summary`` is plain text)."""
+    if "<" not in fragment and "&" not in fragment:
+        return " ".join(fragment.split())
+    parser = _TextOf()
+    parser.feed(fragment)
+    parser.close()
+    return " ".join(html.unescape("".join(parser.parts)).split())
+
+
 def _summary(item: OutputItem) -> str:
-    """The feed's own summary, else the article's first paragraph (not a heading)."""
-    text = item.summary or next(
-        (
-            line.strip()
-            for line in item.markdown.splitlines()
-            if len(line.split()) >= 8 and not line.lstrip().startswith(("#", "|", ">"))
-        ),
-        "",
-    )
+    """Plain text: the feed's own summary (its HTML stripped), else the article's first
+    paragraph (not a heading), its Markdown rendered and stripped."""
+    text = plain_text(item.summary) if item.summary else ""
+    if not text:
+        line = next(
+            (
+                line.strip()
+                for line in item.markdown.splitlines()
+                if len(line.split()) >= 8 and not line.lstrip().startswith(("#", "|", ">"))
+            ),
+            "",
+        )
+        text = plain_text(render_html(line)) if line else ""
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1].rstrip() + "…"
 
 
@@ -235,7 +294,7 @@ def write_feed_files(
     """Write ``<feed>.json`` and ``<feed>.atom`` into ``directory``; return their paths."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
-    meta = feed_meta(feed, base_url)
+    meta = file_meta(feed, base_url)
     json_path = folder / f"{feed.name}.json"
     atom_path = folder / f"{feed.name}.atom"
     write_atomically(json_path, json_bytes(json_feed(meta, items)))
@@ -244,14 +303,19 @@ def write_feed_files(
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half.
+
+    The file gets the mode of a normal write (0666 less the umask: 0644 usually), so a web
+    server running as another user can read the output folder (``mkstemp`` would give 0600).
+    """
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 

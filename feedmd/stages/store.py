@@ -134,6 +134,32 @@ class Store:
             )
         return specs
 
+    def feed_states(self) -> dict[str, dict[str, Any]]:
+        """{feed name: its last fetch, status, HTTP status and error} for every stored feed
+        (``feedmd feeds list``); times as stored (ISO 8601 UTC)."""
+        rows = self.conn.execute(
+            "SELECT name, last_fetched_at, last_status, last_http_status, last_error FROM feeds"
+        ).fetchall()
+        keys = ("last_fetched_at", "last_status", "last_http_status", "last_error")
+        return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in rows}
+
+    def body_markdown(self, item_ids: Sequence[int]) -> dict[int, str]:
+        """{item id: the Markdown of its scraped body} for the items among ``item_ids`` that
+        have one (the review page shows two bodies side by side)."""
+        found: dict[int, str] = {}
+        ids = list(dict.fromkeys(item_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for item_id, markdown in self.conn.execute(
+                f"SELECT i.id, b.markdown FROM items i JOIN bodies b ON b.id = i.body_id"
+                f" WHERE i.id IN ({marks})",
+                chunk,
+            ):
+                if markdown:
+                    found[item_id] = markdown
+        return found
+
     def start_run(self, now: datetime, started: datetime, settings: Settings) -> int:
         """Record a run as started (committed at once, so a crash leaves a trace)."""
         with transaction(self.db) as conn:

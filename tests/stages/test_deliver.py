@@ -191,7 +191,8 @@ def test_export_writes_json_and_atom(site: Site, store: Store, tmp_path: Path) -
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())
     validate(document)
-    assert document["feed_url"] == "http://localhost:8000/feeds/a.json"
+    # written to a file: its own link is the file, served at --base-url
+    assert document["feed_url"] == "http://localhost:8000/export.json"
     assert len(document["items"]) == 2
 
     atom = runner.invoke(export_command, ["--format", "atom", "--org", "org", "--db", db])
