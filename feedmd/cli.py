@@ -135,8 +135,9 @@ def run_command(
     completed, 1 on a configuration or store error.
     """
     from feedmd.db import open_store
+    from feedmd.errors import RunLeaseHeld
     from feedmd.pipeline import run
-    from feedmd.stages.store import RunLeaseHeld, Store
+    from feedmd.stages.store import Store
 
     config = _load(config_path, _settings_from(kwargs), db)
     if not config.feeds:

@@ -33,7 +33,7 @@ import sqlite_utils
 
 from feedmd import deliveries
 from feedmd.db import transaction
-from feedmd.errors import FeedmdError
+from feedmd.errors import OverrideError
 from feedmd.timeutil import iso, parse_iso
 
 Kind = Literal["not_duplicate", "merge"]
@@ -41,10 +41,6 @@ Kind = Literal["not_duplicate", "merge"]
 OVERRIDE_RULE = "override"
 # The separator of Entry.key (models.py): stage 1 compares entries by this key.
 KEY_SEPARATOR = "\x1f"
-
-
-class OverrideError(FeedmdError):
-    """An override that cannot apply (no such item, nothing to restore, another org...)."""
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,9 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from feedmd.config import Config, Settings
-from feedmd.models import Entry, FeedResult, Page, WindowSnapshot
+from feedmd.models import Candidate, Entry, FeedResult, Page, Stage1Result, WindowSnapshot
 from feedmd.report import RunReport, build_report
 from feedmd.stages import deliver, fetch, scrape, stage1, stage2
-from feedmd.stages.stage1 import Stage1Result
 from feedmd.stages.store import Store
 from feedmd.timeutil import iso, utcnow
 
@@ -158,7 +157,7 @@ def _scrape(
     # the entries stage 1 found stored already (no second query for them)
     known_entries = {(e.feed, e.entry_id) for e in first.seen_before}
 
-    def fetch_pages(survivors: list[stage1.Candidate]) -> dict[PageKey, Page]:
+    def fetch_pages(survivors: list[Candidate]) -> dict[PageKey, Page]:
         keys = scrape.page_keys(survivors)
         known = store.known_pages(keys, settings)
         elsewhere = store.pages_elsewhere(k for k in keys if k not in known)

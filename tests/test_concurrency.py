@@ -19,8 +19,9 @@ from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisi
 from feedmd.config import Settings
 from feedmd.db import open_store
 from feedmd.demo import FIRST_RUN_AT
+from feedmd.errors import RunLeaseHeld
 from feedmd.fixture_server import FixtureServer
-from feedmd.stages.store import RunLeaseHeld, Store
+from feedmd.stages.store import Store
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
 

@@ -40,7 +40,8 @@ DRIVER = textwrap.dedent("""\
     from feedmd.demo import demo_config, FIRST_RUN_AT
     from feedmd.db import open_store
     from feedmd.pipeline import run
-    from feedmd.stages.store import Store, RunLeaseHeld
+    from feedmd.errors import RunLeaseHeld
+    from feedmd.stages.store import Store
 
     fixtures, out, proxy, wait = sys.argv[1:5]
     overrides = {

@@ -13,8 +13,8 @@ from conftest import SHARED
 
 from feedmd.cli import main
 from feedmd.config import Settings
+from feedmd.errors import EvalDataError
 from feedmd.evaluation.headlines import (
-    EvalDataError,
     LabelledHeadline,
     evaluate_headlines,
     evaluate_pairs,

@@ -14,8 +14,7 @@ import pytest
 from conftest import SHARED, article_html
 
 from feedmd.config import Settings
-from feedmd.errors import FeedmdError
-from feedmd.evaluation.headlines import EvalDataError
+from feedmd.errors import EvalDataError, FeedmdError
 from feedmd.evaluation.pages import evaluate_pages, score_page, shingles, summarise
 
 PAGES = SHARED / "eval" / "pages"

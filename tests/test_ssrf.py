@@ -16,9 +16,9 @@ from conftest import FeedItemSpec, Site, at, make_config, rss
 
 from feedmd.cli import main
 from feedmd.config import Settings
-from feedmd.errors import FetchError
+from feedmd.errors import AddressRefused, FetchError
 from feedmd.pipeline import run
-from feedmd.security import AddressRefused, address_class, check_url
+from feedmd.security import address_class, check_url
 from feedmd.stages.http import Fetcher
 from feedmd.stages.store import Store
 

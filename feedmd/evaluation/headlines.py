@@ -25,7 +25,7 @@ from typing import Any
 
 from feedmd.config import Config, FeedConfig, Settings
 from feedmd.db import open_store
-from feedmd.errors import FeedmdError
+from feedmd.errors import EvalDataError
 from feedmd.models import Entry
 from feedmd.stages import cjk, stage1
 from feedmd.stages.links import resolve_offline
@@ -35,10 +35,6 @@ from feedmd.timeutil import parse_iso
 
 EVAL_ORG = "eval"
 EVAL_FEED = "eval"
-
-
-class EvalDataError(FeedmdError):
-    """A labelled data file is missing, unreadable or has a bad line (named)."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from typing import Any
 import trafilatura
 
 from feedmd.config import Settings
-from feedmd.evaluation.headlines import EvalDataError, read_jsonl
+from feedmd.errors import EvalDataError
+from feedmd.evaluation.headlines import read_jsonl
 from feedmd.models import Page
 from feedmd.stages.scrape import EXTRACTOR, extract_page
 

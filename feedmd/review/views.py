@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from feedmd import explain, overrides
 from feedmd.db import connect
+from feedmd.errors import OverrideError
 from feedmd.review import auth, chart, queries
 from feedmd.review.auth import Viewer
 from feedmd.timeutil import utcnow
@@ -337,7 +338,7 @@ def _override(
                     db, item_id, int(canonical), who, utcnow(), output=context.output
                 )
                 notice = "merged"
-        except overrides.OverrideError as exc:
+        except OverrideError as exc:
             return _error(request, viewer, 409, str(exc))
     target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
     return _redirect(

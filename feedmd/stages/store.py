@@ -25,13 +25,14 @@ import sqlite_utils
 
 from feedmd.config import Config, Settings
 from feedmd.db import transaction
-from feedmd.errors import StoreError
+from feedmd.errors import RunLeaseHeld
 from feedmd.models import (
     Decision,
     Entry,
     FeedResult,
     FeedSpec,
     Page,
+    Stage1Result,
     StoredBody,
     StoredHeadline,
     WindowSnapshot,
@@ -39,7 +40,6 @@ from feedmd.models import (
 from feedmd.stages.headlines import to_signed64, to_unsigned64
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.resolve import LinkResolution
-from feedmd.stages.stage1 import Stage1Result
 from feedmd.stages.urls import host_of
 from feedmd.timeutil import iso, parse_iso, utcnow
 
@@ -844,16 +844,6 @@ def _lease_holders(conn: sqlite3.Connection) -> list[LeaseHolder]:
             " FROM run_leases l JOIN orgs o ON o.id = l.org_id ORDER BY o.name"
         )
     ]
-
-
-class RunLeaseHeld(StoreError):
-    """Another live run holds the lease on one of this run's orgs (`feedmd run` exits 4)."""
-
-    exit_code = 4
-
-    def __init__(self, message: str, holder: LeaseHolder | None = None) -> None:
-        super().__init__(message)
-        self.holder = holder
 
 
 @dataclass(frozen=True)
