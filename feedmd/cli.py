@@ -18,9 +18,10 @@ from typing import Any
 import click
 
 from feedmd.config import SETTING_FIELDS, Config, load_config, settings_layer
-from feedmd.db import applied_migrations, apply_migrations, available_migrations, connect
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
+from feedmd.store import connect_store
+from feedmd.store.schema import available_migrations
 from feedmd.timeutil import parse_iso
 
 F = Callable[..., Any]
@@ -134,10 +135,9 @@ def run_command(
     Exit code 0 when everything worked, 3 when some feeds or pages failed but the run
     completed, 1 on a configuration or store error.
     """
-    from feedmd.db import open_store
     from feedmd.errors import RunLeaseHeld
     from feedmd.pipeline import run
-    from feedmd.stages.store import Store
+    from feedmd.store import open_store
 
     config = _load(config_path, _settings_from(kwargs), db)
     if not config.feeds:
@@ -148,14 +148,14 @@ def run_command(
     if dry_run:
         _dry_run(config, now, force, as_json)
         return
-    store = Store(open_store(config.database))
+    store = open_store(config.database)
     try:
         report = run(store, config, now=now, force=force, output_dir=out, on_page=_progress())
     except RunLeaseHeld as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     finally:
-        store.db.close()
+        store.close()
     _print_report(report, as_json)
     sys.exit(report.exit_code)
 
@@ -252,10 +252,10 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
         for migration in available_migrations():
             click.echo(f"pending  {migration.name}")
         return
-    database = connect(config.database)
+    database = connect_store(config.database)
     try:
         if list_only:
-            done = applied_migrations(database)
+            done = database.applied_migrations()
             for migration in available_migrations():
                 state = (
                     f"applied  {migration.name}  {done[migration.name]}"
@@ -264,7 +264,7 @@ def migrate_command(db: str | None, config_path: str | None, list_only: bool) ->
                 )
                 click.echo(state)
             return
-        applied = apply_migrations(database)
+        applied = database.apply_migrations()
     finally:
         database.close()
     click.echo(
@@ -316,7 +316,7 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
     config = _load(config_path, {}, db)
     if not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database")
-    database = connect(config.database)
+    database = connect_store(config.database)
     try:
         ids = find_items(database, item)
         if not ids:

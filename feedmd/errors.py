@@ -8,7 +8,7 @@ traceback::
     ├── ConfigError          bad feedmd.toml, environment variable or flag (names the key)
     ├── StoreError           the database cannot be opened or migrated
     │   ├── MigrationError   a migration failed; nothing of it was applied
-    │   └── RunLeaseHeld     another run holds the orgs (stages/store.py; exit code 4)
+    │   └── RunLeaseHeld     another run holds the orgs (store/leases.py; exit code 4)
     ├── FetchError           a feed or page could not be fetched or parsed
     │   ├── ResponseTooLarge the body passed the size limit
     │   └── AddressRefused   an address feedmd does not connect to (security.py)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 
 from feedmd.pipeline import run
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station Six"
@@ -16,7 +16,7 @@ POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station 
 
 def items(store: Store) -> dict[str, dict[str, object]]:
     """Stored items by title (raw), as dicts."""
-    rows = store.db.query(
+    rows = store._db.query(
         "SELECT i.*, f.name AS feed FROM items i JOIN feeds f ON f.id = i.feed_id ORDER BY i.id"
     )
     return {f"{row['feed']}|{row['title_raw']}": row for row in rows}
@@ -91,7 +91,7 @@ def _two_runs_same_headline(
         rss([FeedItemSpec(POPE, first, at(1)), FeedItemSpec(POPE, second, later, guid="second")]),
     )
     run(store, config, now=later + timedelta(minutes=30))
-    return [row["decision"] for row in store.db.query("SELECT decision FROM items ORDER BY id")]
+    return [row["decision"] for row in store._db.query("SELECT decision FROM items ORDER BY id")]
 
 
 def test_item_outside_the_dedup_window_is_not_compared(site: Site, store: Store) -> None:
@@ -157,7 +157,7 @@ def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, st
     assert report.scraped == 1
     assert server.count("one.example/story") == 2
     # the other org's request was conditional: a 304 reused the stored copy's Markdown
-    bodies = list(store.db.query("SELECT http_status, markdown, digest FROM bodies ORDER BY id"))
+    bodies = list(store._db.query("SELECT http_status, markdown, digest FROM bodies ORDER BY id"))
     assert [b["http_status"] for b in bodies] == [200, 304]
     assert bodies[0]["markdown"] == bodies[1]["markdown"] and bodies[1]["digest"]
 

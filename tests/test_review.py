@@ -18,12 +18,12 @@ import httpx
 import pytest
 from test_serve import serving
 
-from feedmd import deliveries, overrides
-from feedmd.db import open_store
-from feedmd.deliveries import EndpointSpec
+from feedmd import overrides
 from feedmd.demo import run_demo
 from feedmd.review import chart, queries
 from feedmd.server import create_app
+from feedmd.store import open_store
+from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
 
 
@@ -45,7 +45,7 @@ def item_id(db_path: Path, publisher: str, title_start: str) -> int:
     """The id of the demo item of ``publisher`` whose title starts with ``title_start``."""
     db = open_store(db_path)
     try:
-        row = db.conn.execute(
+        row = db._conn.execute(
             "SELECT id FROM items WHERE publisher = ? AND title_raw LIKE ?",
             (publisher, f"{title_start}%"),
         ).fetchone()
@@ -78,7 +78,7 @@ class Site:
     def query(self, sql: str, *params: object) -> list[tuple[object, ...]]:
         db = open_store(self.db_path)
         try:
-            return db.conn.execute(sql, params).fetchall()
+            return db._conn.execute(sql, params).fetchall()
         finally:
             db.close()
 
@@ -87,8 +87,8 @@ class Site:
 def site(demo_db: Path, tmp_path: Path) -> Iterator[Site]:
     db_path = copy_db(demo_db, tmp_path / "feedmd.db")
     db = open_store(db_path)  # applies 0008 if the demo store predates it
-    deliveries.add_endpoint(
-        db, EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()
+    db.add_endpoint(
+        EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()
     )
     db.close()
     out = tmp_path / "out"
@@ -293,9 +293,9 @@ def test_cross_site_forms_are_refused(site: Site) -> None:
 def test_a_private_org_needs_its_token(site: Site) -> None:
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     db = open_store(site.db_path)
-    deliveries.set_public(db, {name: False for name in ("pope-leo", "markets", "metro")})
-    token = deliveries.create_token(db, "newsroom", "alice", utcnow())
-    stale = deliveries.create_token(db, "newsroom", "bob", utcnow())
+    db.set_public({name: False for name in ("pope-leo", "markets", "metro")})
+    token = db.create_token("newsroom", "alice", utcnow())
+    stale = db.create_token("newsroom", "bob", utcnow())
     db.close()
     assert token and stale
 
@@ -327,8 +327,8 @@ def test_a_private_org_needs_its_token(site: Site) -> None:
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/review" in cookie
     assert "Signed in to <strong>newsroom</strong> as bob" in site.http.get("/review").text
     db = open_store(site.db_path)
-    (stale_id,) = [row[0] for row in deliveries.list_tokens(db) if row[2] == "bob"]
-    deliveries.revoke_token(db, stale_id, utcnow())
+    (stale_id,) = [row[0] for row in db.list_tokens() if row[2] == "bob"]
+    db.revoke_token(stale_id, utcnow())
     db.close()
     assert site.http.get(f"/review/items/{copy}").status_code == 401  # revoked: signed out
     out = site.post("/review/logout", {}, follow_redirects=False)

@@ -20,7 +20,7 @@ from feedmd.errors import AddressRefused, FetchError
 from feedmd.pipeline import run
 from feedmd.security import address_class, check_url
 from feedmd.stages.http import Fetcher
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 REFUSED = {
     "127.0.0.1": "loopback address",
@@ -224,7 +224,7 @@ def test_refusals_are_recorded_on_the_feed_and_on_the_item(
         "inward": "fetch failed: refused to connect to 127.0.0.1 (loopback address);"
         " set allow_private_addresses to allow it"
     }
-    row = next(store.db.query("SELECT decision, error FROM items"))
+    row = next(store._db.query("SELECT decision, error FROM items"))
     assert row["decision"] == "failed"
     assert row["error"] == (
         "scrape failed: refused to connect to 10.20.30.40 (private address) (intranet.test);"

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-import sqlite_utils
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -27,10 +26,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from feedmd import explain, overrides
-from feedmd.db import connect
 from feedmd.errors import OverrideError
 from feedmd.review import auth, chart, queries
 from feedmd.review.auth import Viewer
+from feedmd.store import Store, connect_store
 from feedmd.timeutil import utcnow
 
 CSS_PATH = Path(__file__).parent / "static" / "review.css"
@@ -98,12 +97,12 @@ _ENV.filters["excerpt"] = explain.excerpt  # the CLI's bounded excerpts, shared
 
 
 @contextlib.contextmanager
-def _store(context: ReviewContext) -> Iterator[sqlite_utils.Database]:
-    db = connect(context.db_path)
+def _store(context: ReviewContext) -> Iterator[Store]:
+    store = connect_store(context.db_path)
     try:
-        yield db
+        yield store
     finally:
-        db.close()
+        store.close()
 
 
 def _page(
@@ -154,11 +153,11 @@ def _with_notice(path: str, **params: str | int) -> str:
 
 def runs_page(context: ReviewContext, request: Request) -> Response:
     """Recent runs, their counts and timings, and the kept vs dropped chart."""
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
         if not viewer.sees_anything:
             return _redirect("/review/login")
-        runs = queries.recent_runs(db, RUNS_SHOWN)
+        runs = store.recent_runs(RUNS_SHOWN)
     points = [
         chart.Point(run.id, run.as_of, run.count("kept"), run.dropped_total)
         for run in reversed(runs)
@@ -170,16 +169,16 @@ def runs_page(context: ReviewContext, request: Request) -> Response:
 def run_page(context: ReviewContext, request: Request) -> Response:
     """One run's items, grouped into clusters."""
     run_id = int(request.path_params["run_id"])
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        run = queries.get_run(db, run_id)
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        run = store.get_run(run_id)
         if run is None:
             return _error(request, viewer, 404, f"No run {run_id}.")
-        stored = queries.run_items(db, run_id)
+        stored = store.run_items(run_id)
         items = [item for item in stored if viewer.can_see(item.org)]
         in_run = {item.id for item in items}
         outside = [i.matched_item_id for i in items if i.matched_item_id not in in_run]
-        canonicals = queries.items_by_id(db, [i for i in outside if i is not None])
+        canonicals = store.item_rows([i for i in outside if i is not None])
     clusters = queries.clusters(items, [c for c in canonicals if viewer.can_see(c.org)])
     failed = [item for item in items if item.decision == "failed"]
     return _page(
@@ -198,18 +197,18 @@ def item_page(context: ReviewContext, request: Request) -> Response:
     """An item's trail, its overrides, and the correction forms."""
     item_id = int(request.path_params["item_id"])
     query = request.query_params.get("q", "").strip()
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        trail = explain.explain(db, item_id)
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        trail = explain.explain(store, item_id)
         if trail is None:
             return _error(request, viewer, 404, f"No item {item_id}.")
         org = trail.item["org"]
         if not viewer.can_see(org):
             return _hidden(request, viewer, item_id)
-        history = overrides.overrides_of(db, item_id)
+        history = overrides.overrides_of(store, item_id)
         candidates: list[queries.ItemRow] = []
         if query and trail.item["decision"] == "kept":
-            found = queries.items_by_id(db, explain.find_items(db, query, SEARCH_LIMIT))
+            found = store.item_rows(explain.find_items(store, query, SEARCH_LIMIT))
             candidates = [
                 c for c in found if c.org == org and c.id != item_id and c.decision != "failed"
             ]
@@ -236,18 +235,18 @@ def item_page(context: ReviewContext, request: Request) -> Response:
 def search_page(context: ReviewContext, request: Request) -> Response:
     """Items by id, URL, title or publisher that the viewer may see."""
     query = request.query_params.get("q", "").strip()
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        ids = explain.find_items(db, query, SEARCH_LIMIT) if query else []
-        found = queries.items_by_id(db, ids)
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        ids = explain.find_items(store, query, SEARCH_LIMIT) if query else []
+        found = store.item_rows(ids)
     results = [item for item in found if viewer.can_see(item.org)]
     return _page(request, "search.html", viewer, query=query, results=results)
 
 
 def login_page(context: ReviewContext, request: Request) -> Response:
     """The sign-in form."""
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
     next_path = auth.local_path(request.query_params.get("next"), "/review")
     return _page(request, "login.html", viewer, next_path=next_path, failed=False)
 
@@ -311,9 +310,9 @@ def _override(
     context: ReviewContext, request: Request, form: dict[str, str], kind: str
 ) -> Response:
     item_id = int(request.path_params["item_id"])
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        found = queries.items_by_id(db, [item_id])
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        found = store.item_rows([item_id])
         if not found:
             return _error(request, viewer, 404, f"No item {item_id}.")
         if not viewer.can_see(found[0].org):
@@ -322,7 +321,7 @@ def _override(
         try:
             if kind == "not_duplicate":
                 record = overrides.restore(
-                    db,
+                    store,
                     item_id,
                     who,
                     utcnow(),
@@ -335,7 +334,7 @@ def _override(
                 if not canonical.isdigit():
                     return _error(request, viewer, 400, "Choose the canonical item to merge into.")
                 record = overrides.merge(
-                    db, item_id, int(canonical), who, utcnow(), output=context.output
+                    store, item_id, int(canonical), who, utcnow(), output=context.output
                 )
                 notice = "merged"
         except OverrideError as exc:
@@ -360,9 +359,9 @@ def login(context: ReviewContext, request: Request, form: dict[str, str]) -> Res
     """Check the token and keep it in an HttpOnly cookie (auth.py says why)."""
     token = form.get("token", "").strip()
     next_path = auth.local_path(form.get("next"), "/review")
-    with _store(context) as db:
-        identity = auth.token_identity(db, token) if token else None
-        viewer = auth.viewer_for(db, None)
+    with _store(context) as store:
+        identity = auth.token_identity(store, token) if token else None
+        viewer = auth.viewer_for(store, None)
     if identity is None:
         return _page(request, "login.html", viewer, 401, next_path=next_path, failed=True)
     response = _redirect(_with_notice(next_path, notice="signed-in"))
