@@ -197,3 +197,14 @@ class Stage1Result:
     def survivors(self) -> list[Candidate]:
         """Candidates kept by stage 1, oldest first: the only ones worth scraping."""
         return [c for c in self.candidates if self.decisions[c.key].decision == "kept"]
+
+
+@dataclass(frozen=True)
+class LinkResolution:
+    """What one resolution attempt produced: the publisher URL (or the link) and how."""
+
+    link: str
+    url: str
+    # "google-news-redirect", "google-news-batchexecute", "google-news-offline" or "unresolved"
+    method: str
+    error: str | None = None

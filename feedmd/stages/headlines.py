@@ -118,16 +118,6 @@ def simhash(tokens: tuple[str, ...] | frozenset[str]) -> int:
     return result
 
 
-def to_signed64(value: int) -> int:
-    """Unsigned 64-bit -> signed, for SQLite INTEGER (NOTES.md: 2**63 overflows)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned64(value: int) -> int:
-    """Signed 64-bit (as stored) -> unsigned."""
-    return value + (1 << 64) if value < 0 else value
-
-
 @lru_cache(maxsize=64)
 def as_fraction(value: float) -> Fraction:
     """The threshold as the exact decimal the user wrote (0.6 -> 3/5, not 0.5999...)."""

@@ -13,12 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from feedmd.config import Config, Settings
-from feedmd.models import Decision, FeedResult, Page, Stage1Result
-from feedmd.stages.headlines import to_signed64
+from feedmd.models import Decision, FeedResult, LinkResolution, Page, Stage1Result
 from feedmd.stages.prose import prose_settings_version
-from feedmd.stages.resolve import LinkResolution
 from feedmd.stages.urls import host_of
-from feedmd.store.schema import Connected, transaction
+from feedmd.store.schema import Connected, to_signed64, transaction
 from feedmd.timeutil import iso
 
 

@@ -100,6 +100,16 @@ def chunks(values: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
         yield values[start : start + size]
 
 
+def to_signed64(value: int) -> int:
+    """Unsigned 64-bit -> signed, for SQLite INTEGER (NOTES.md: 2**63 overflows)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def to_unsigned64(value: int) -> int:
+    """Signed 64-bit (as stored) -> unsigned."""
+    return value + (1 << 64) if value < 0 else value
+
+
 class Connected:
     """The one connection the parts of a ``Store`` share; private to ``feedmd/store/``."""
 

@@ -7,12 +7,18 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from feedmd.config import Settings
-from feedmd.models import Entry, FeedSpec, Page, StoredBody, StoredHeadline, WindowSnapshot
-from feedmd.stages.headlines import to_unsigned64
+from feedmd.models import (
+    Entry,
+    FeedSpec,
+    LinkResolution,
+    Page,
+    StoredBody,
+    StoredHeadline,
+    WindowSnapshot,
+)
 from feedmd.stages.prose import prose_settings_version
-from feedmd.stages.resolve import LinkResolution
 from feedmd.stages.urls import host_of
-from feedmd.store.schema import Connected, chunks
+from feedmd.store.schema import Connected, chunks, to_unsigned64
 from feedmd.timeutil import iso, parse_iso
 
 

@@ -13,9 +13,8 @@ from feedmd.stages.headlines import (
     normalize_headline,
     simhash,
     strip_publisher_suffix,
-    to_signed64,
-    to_unsigned64,
 )
+from feedmd.store.schema import to_signed64, to_unsigned64
 
 SETTINGS = Settings()
 
