@@ -17,35 +17,13 @@ from typing import Any
 
 import click
 
+from feedmd.cli_options import setting_options, settings_from
 from feedmd.config import SETTING_FIELDS, Config, load_config, settings_layer
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
 from feedmd.store import connect_store
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import parse_iso
-
-F = Callable[..., Any]
-
-
-def setting_options(command: F) -> F:
-    """Add one ``--setting-name`` option per pipeline setting to a click command."""
-    for name, spec in reversed(SETTING_FIELDS.items()):
-        kind = type(spec.default)
-        click_type: Any = {int: int, float: float, bool: bool}.get(kind, str)
-        if spec.metadata["choices"]:
-            click_type = click.Choice(spec.metadata["choices"])
-        command = click.option(
-            "--" + name.replace("_", "-"),
-            name,
-            type=click_type,
-            default=None,
-            help=f"{spec.metadata['doc']} [default: {spec.default!r}; env FEEDMD_{name.upper()}]",
-        )(command)
-    return command
-
-
-def _settings_from(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {name: kwargs.pop(name) for name in list(kwargs) if name in SETTING_FIELDS}
 
 
 class _FeedmdGroup(click.Group):
@@ -139,7 +117,7 @@ def run_command(
     from feedmd.pipeline import run
     from feedmd.store import open_store
 
-    config = _load(config_path, _settings_from(kwargs), db)
+    config = _load(config_path, settings_from(kwargs), db)
     if not config.feeds:
         raise click.ClickException(
             f"{config.source}: no feeds configured ([[orgs]] with [[orgs.feeds]])"
@@ -231,7 +209,7 @@ def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
 
         load_secret("FEEDMD_WEBHOOK_SECRET")  # a missing secret stops before any work
     result = run_demo(
-        out, overrides=_settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
+        out, overrides=settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
     )
     click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
 
@@ -290,7 +268,7 @@ def settings_command(config_path: str | None, as_json: bool, markdown: bool, **k
         for name, spec in SETTING_FIELDS.items():
             click.echo(f"| `{name}` | `{spec.default!r}` | {spec.metadata['doc']} |")
         return
-    config = _load(config_path, _settings_from(kwargs), None)
+    config = _load(config_path, settings_from(kwargs), None)
     values = config.settings.describe()
     if as_json:
         click.echo(json.dumps(values, indent=2, sort_keys=True))
@@ -363,7 +341,7 @@ def replay_command(
     config = _load(config_path, {}, db)
     if not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database")
-    changes = settings_layer(settings_path, _settings_from(kwargs))
+    changes = settings_layer(settings_path, settings_from(kwargs))
     result = replay(config.database, changes, _parse_now(since))
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2, ensure_ascii=False))
@@ -449,7 +427,7 @@ def sweep_command(
     sources = Sources(*(Path(p) if p else None for p in (headlines, pairs, pages, reprints)))
     if not any(dataclasses.astuple(sources)):
         raise click.UsageError("give at least one of --headlines, --pairs, --pages, --reprints")
-    base = load_config(None, overrides=_settings_from(kwargs)).settings
+    base = load_config(None, overrides=settings_from(kwargs)).settings
     report = sweep(sources, base, grid)
     if plot_path:
         plot(report, plot_path)
@@ -470,162 +448,16 @@ def sweep_command(
                 click.echo(f"    - {line}")
 
 
-@main.group("eval")
-def eval_group() -> None:
-    """Measure feedmd on labelled data (formats in shared/eval/README.md)."""
+def _register_commands() -> None:
+    """The command groups of their own modules: delivery, and evaluation and inspection."""
+    from feedmd.cli_delivery import COMMANDS as DELIVERY
+    from feedmd.cli_eval import COMMANDS as EVALUATION
 
-
-def _print_eval(report: dict[str, Any], as_json: bool, summary_keys: list[str]) -> None:
-    if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
-        return
-    for key in summary_keys:
-        click.echo(f"{key}: {report[key]}")
-
-
-@eval_group.command("headlines")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--batch-minutes",
-    type=float,
-    default=60.0,
-    show_default=True,
-    help="Replay the headlines in batches of this many minutes, as a poller would.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
-def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwargs: Any) -> None:
-    """Replay labelled headlines oldest first through the real stage 1 in a temporary store
-    and report merge precision, merges by rule, false merges, and pairwise and B-cubed
-    precision / recall / F1 against the story labels."""
-    from feedmd.evaluation.headlines import evaluate_headlines
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    report = evaluate_headlines(path, settings, batch_minutes)
-    _print_eval(
-        report,
-        as_json,
-        [
-            "items",
-            "merges",
-            "merge_precision",
-            "merges_by_rule",
-            "pairwise",
-            "bcubed",
-            "largest_cluster",
-        ],
-    )
-    if not as_json:
-        click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
-
-
-@eval_group.command("pairs")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
-def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
-    """Score the headline matcher on labelled pairs: tp, fp, fn, tn, precision, recall
-    (unsure pairs left out)."""
-    from feedmd.evaluation.headlines import evaluate_pairs
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    report = evaluate_pairs(path, settings)
-    _print_eval(report, as_json, ["pairs", "tp", "fp", "fn", "tn", "precision", "recall"])
-
-
-@eval_group.command("pages")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--reference",
-    is_flag=True,
-    help="Score trafilatura's own plain text instead of feedmd's prose.",
-)
-@click.option("--per-page", is_flag=True, help="Include each page's figures in --json.")
-@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
-def eval_pages_command(
-    directory: str, reference: bool, per_page: bool, as_json: bool, **kwargs: Any
-) -> None:
-    """Score the prose of real pages against their checked bodies (DIRECTORY holds
-    truth.jsonl and html/<id>.html.gz): precision, recall, F1 of word 4-gram shingles, and
-    how many pages give no digest."""
-    from feedmd.evaluation.pages import evaluate_pages
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    report = evaluate_pages(directory, settings, reference=reference, per_page=per_page)
-    _print_eval(report, as_json, ["pages", "precision", "recall", "f1", "no_digest"])
-
-
-@eval_group.command("reprints")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
-@setting_options
-def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
-    """Score stage 2 on labelled page pairs (reprint / different): reprint recall, false
-    merges and precision for TLSH, for shingle containment and for both combined. Build a
-    set from real pages with shared/tools/make_reprints.py."""
-    from feedmd.evaluation.reprints import evaluate_reprints
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    report = evaluate_reprints(path, settings)
-    _print_eval(
-        report, as_json, ["pairs", "reprint_recall", "precision", "no_digest", "by_matcher"]
-    )
-    if not as_json:
-        click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
-
-
-@main.command("fingerprint")
-@click.argument("sources", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@setting_options
-def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
-    """Show what feedmd sees in pages (files or URLs): prose length, the TLSH digest or why
-    there is none, the junk verdict, the number of shingles."""
-    from feedmd.evaluation.reprints import describe_page, load_page
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    rows = [describe_page(source, load_page(source, settings), settings) for source in sources]
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    for row in rows:
-        what = row["digest"] or f"no digest: {row['no_digest_reason'] or row['error']}"
-        click.echo(
-            f"{row['source']}: {row['prose_chars']} chars of prose, {what}, "
-            f"junk: {row['junk'] or 'no'}, {row['shingles']} shingles"
-        )
-
-
-@main.command("compare")
-@click.argument("first")
-@click.argument("second")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@setting_options
-def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> None:
-    """Compare two pages (files or URLs) as stage 2 would: TLSH distance, shingle
-    containment, and the verdict (reprint, similar, different)."""
-    from feedmd.evaluation.reprints import compare_pages, load_page
-
-    settings = load_config(None, overrides=_settings_from(kwargs)).settings
-    result = compare_pages(load_page(first, settings), load_page(second, settings), settings)
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
-    click.echo(
-        f"verdict: {result['verdict']} (decided by {result['decided_by']}); "
-        f"tlsh distance {result['tlsh_distance']}, containment {result['containment']}"
-    )
-
-
-def _register_delivery_commands() -> None:
-    from feedmd.cli_delivery import COMMANDS
-
-    for command in COMMANDS:
+    for command in (*EVALUATION, *DELIVERY):
         main.add_command(command)
 
 
-_register_delivery_commands()
+_register_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover
