@@ -3,10 +3,11 @@
 The public API is small on purpose; everything else may change between versions.
 """
 
-from feedmd.config import Config, Settings, load_config
+from feedmd.config import Config, load_config
 from feedmd.errors import ConfigError, FeedmdError, FetchError, MigrationError, StoreError
 from feedmd.pipeline import run
 from feedmd.report import RunReport
+from feedmd.settings import Settings
 from feedmd.stages.headlines import normalize_headline
 from feedmd.stages.urls import normalize_url, url_hash
 from feedmd.store import Store, open_store

@@ -18,9 +18,10 @@ from typing import Any
 import click
 
 from feedmd.cli_options import setting_options, settings_from
-from feedmd.config import SETTING_FIELDS, Config, load_config, settings_layer
+from feedmd.config import Config, load_config, settings_layer
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
+from feedmd.settings import SETTING_FIELDS
 from feedmd.store import connect_store
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import parse_iso

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from feedmd.config import SETTING_FIELDS
+from feedmd.settings import SETTING_FIELDS
 
 F = Callable[..., Any]
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from feedmd.config import Config, Settings
+from feedmd.config import Config
 from feedmd.models import (
     Candidate,
     Decision,
@@ -44,6 +44,7 @@ from feedmd.models import (
     WindowSnapshot,
 )
 from feedmd.report import RunReport, build_report
+from feedmd.settings import Settings
 from feedmd.stages import deliver, fetch, scrape, stage1, stage2
 from feedmd.store import Store
 from feedmd.timeutil import iso, utcnow

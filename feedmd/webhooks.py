@@ -42,9 +42,10 @@ from urllib.parse import urlsplit
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from feedmd.config import Config, Settings
+from feedmd.config import Config
 from feedmd.errors import ConfigError
 from feedmd.render import json_item
+from feedmd.settings import Settings
 from feedmd.store import Store
 from feedmd.store.queue import EndpointSpec, PendingDelivery
 from feedmd.timeutil import iso, utcnow

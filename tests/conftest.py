@@ -15,8 +15,9 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from feedmd.config import Config, FeedConfig, OutputConfig, Settings
+from feedmd.config import Config, FeedConfig, OutputConfig
 from feedmd.fixture_server import FixtureServer
+from feedmd.settings import Settings
 from feedmd.store import Store, open_store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from conftest import SHARED
 
-from feedmd.config import Settings
 from feedmd.evaluation.headlines import evaluate_headlines, evaluate_pairs
 from feedmd.evaluation.pages import evaluate_pages
 from feedmd.evaluation.reprints import evaluate_reprints
+from feedmd.settings import Settings
 
 FLOORS = tomllib.loads((Path(__file__).parent / "accuracy_floors.toml").read_text())
 pytestmark = pytest.mark.skipif(

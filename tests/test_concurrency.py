@@ -16,10 +16,10 @@ import pytest
 from conftest import FIXTURES
 from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
 
-from feedmd.config import Settings
 from feedmd.demo import FIRST_RUN_AT
 from feedmd.errors import RunLeaseHeld
 from feedmd.fixture_server import FixtureServer
+from feedmd.settings import Settings
 from feedmd.store import open_store
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from feedmd.config import SETTING_FIELDS, Settings, load_config
+from feedmd.config import load_config
 from feedmd.errors import ConfigError
+from feedmd.settings import SETTING_FIELDS, Settings
 
 FEEDS = """
 [[orgs]]

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from feedmd.cli import main
-from feedmd.config import Settings
 from feedmd.errors import EvalDataError
 from feedmd.evaluation.headlines import (
     LabelledHeadline,
@@ -20,6 +19,7 @@ from feedmd.evaluation.headlines import (
     evaluate_pairs,
     score_headlines,
 )
+from feedmd.settings import Settings
 
 
 def row(id_: str, story: str, title: str = "t", minute: int = 0) -> LabelledHeadline:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.models import FeedSpec
 from feedmd.pipeline import run
+from feedmd.settings import Settings
 from feedmd.stages.fetch import parse_feed
 from feedmd.stages.http import BoundedDecoder, Fetcher
 from feedmd.store import Store

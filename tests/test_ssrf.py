@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, at, make_config, rss
 
 from feedmd.cli import main
-from feedmd.config import Settings
 from feedmd.errors import AddressRefused, FetchError
 from feedmd.pipeline import run
 from feedmd.security import address_class, check_url
+from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
 from feedmd.store import Store
 
@@ -253,7 +253,8 @@ def test_no_secret_is_printed_by_feedmd_settings_or_stored_with_a_run() -> None:
     """Settings named like a secret, and the password of a proxy URL, are never shown by
     `feedmd settings` (text, JSON or the reference table) nor kept in the settings a run
     stores (``Settings.describe``)."""
-    from feedmd.config import SETTING_FIELDS, load_config
+    from feedmd.config import load_config
+    from feedmd.settings import SETTING_FIELDS
 
     secret_like = [n for n in SETTING_FIELDS if any(word in n for word in SECRET_WORDS)]
     env = {

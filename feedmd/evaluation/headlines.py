@@ -23,10 +23,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Config, FeedConfig, Settings
+from feedmd.config import Config, FeedConfig
 from feedmd.errors import EvalDataError
 from feedmd.models import Entry
 from feedmd.pipeline import decide_metadata
+from feedmd.settings import Settings
 from feedmd.stages import cjk, stage1
 from feedmd.stages.links import resolve_offline
 from feedmd.stages.subject_gate import CasingStats

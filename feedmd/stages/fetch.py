@@ -20,9 +20,9 @@ from typing import Any
 
 import feedparser
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError
 from feedmd.models import Entry, FeedResult, FeedSpec, LinkResolution
+from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import resolve_offline
 from feedmd.stages.resolve import needs_http, resolve_links

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 
 # Words that carry no identity in a headline: articles, short prepositions and the
 # newsroom verbs and labels seed 003 names ("the, to, says, new, live and similar").

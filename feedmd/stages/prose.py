@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import tlsh
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 
 PROSE_RULE_VERSION = "prose-v2"
 

@@ -16,9 +16,9 @@ from dataclasses import replace
 
 import trafilatura
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError
 from feedmd.models import Candidate, Page, Stage1Result
+from feedmd.settings import Settings
 from feedmd.stages.bodies import pack, shingle_hashes
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.config import Settings
 from feedmd.models import Candidate, Decision, Entry, Match, Stage1Result, WindowSnapshot
+from feedmd.settings import Settings
 from feedmd.stages import cjk
 from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
 from feedmd.stages.subject_gate import CasingStats, subject_gate

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from feedmd.config import Settings
 from feedmd.errors import RunLeaseHeld
+from feedmd.settings import Settings
 from feedmd.store.schema import Connected, transaction
 from feedmd.timeutil import iso, parse_iso, utcnow
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from feedmd.config import Config, Settings
+from feedmd.config import Config
 from feedmd.models import Decision, FeedResult, LinkResolution, Page, Stage1Result
+from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of
 from feedmd.store.schema import Connected, to_signed64, transaction

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from feedmd.config import Settings
 from feedmd.models import (
     Entry,
     FeedSpec,
@@ -16,6 +15,7 @@ from feedmd.models import (
     StoredHeadline,
     WindowSnapshot,
 )
+from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of
 from feedmd.store.schema import Connected, chunks, to_unsigned64

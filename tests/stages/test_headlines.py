@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import (
     Headline,
     match_headlines,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.prose import (
     PROSE_RULE_VERSION,
     junk_verdict,

@@ -16,9 +16,9 @@ from conftest import (
     story,
 )
 
-from feedmd.config import Settings
 from feedmd.models import Entry, Page, StoredBody, WindowSnapshot
 from feedmd.pipeline import run
+from feedmd.settings import Settings
 from feedmd.stages import stage2
 from feedmd.stages.bodies import containment, unpack
 from feedmd.stages.scrape import fingerprint

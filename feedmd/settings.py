@@ -1,0 +1,452 @@
+"""The pipeline's settings: every tunable as one flat, frozen dataclass.
+
+Each field carries its help text and its bounds in ``metadata``; the TOML loader, the
+environment reader and the CLI flags (``config.py``, ``cli_options.py``) are all generated
+from those fields, so a new setting is added in one place. ``coerce_setting`` converts and
+checks one raw value, naming the key and where it came from when it is bad.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from feedmd.errors import ConfigError
+
+
+def _setting(
+    default: Any,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    return field(
+        default=default,
+        metadata={
+            "doc": doc,
+            "minimum": minimum,
+            "maximum": maximum,
+            "choices": choices,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every threshold and limit of the pipeline, with its default and where it comes from."""
+
+    # --- windows and scope (seed 003: "Windows and scope") ---
+    history_window_hours: float = _setting(
+        48.0,
+        "Entries published longer ago than this are skipped at fetch and counted. "
+        "Seed 003 drops anything older than the history window before dedup.",
+        minimum=1,
+    )
+    dedup_window_hours: float = _setting(
+        48.0,
+        "How far back stage 1 and stage 2 look for the same story (seed 003 default: "
+        "48 h). An old story that resurfaces after this is treated as new.",
+        minimum=0,
+    )
+    dedup_scope: str = _setting(
+        "feed",
+        "'feed' compares an item with its own feed's history; 'org' with every feed "
+        "of the organisation (seed 003 default: feed).",
+        choices=("feed", "org"),
+    )
+
+    # --- stage 1: headlines (seed 003 rules as written; not tuned on labelled data) ---
+    headline_min_tokens: int = _setting(
+        4,
+        "A normalised headline with fewer tokens never clusters: 'Live updates' is too "
+        "generic to merge with anything (seed 003).",
+        minimum=1,
+    )
+    jaccard_threshold: float = _setting(
+        0.6,
+        "Token Jaccard at or above this means the same story (seed 003: 0.6; its "
+        "Reuters/AP rewrite scored 0.31, templated MarketBeat pairs 0.71).",
+        minimum=0,
+        maximum=1,
+    )
+    containment_threshold: float = _setting(
+        0.85,
+        "Shared tokens over the smaller headline at or above this means the same story "
+        "(seed 003: 0.85 catches 'AP: headline' against 'headline').",
+        minimum=0,
+        maximum=1,
+    )
+    containment_min_tokens: int = _setting(
+        5,
+        "Containment only applies when the smaller headline has at least this many "
+        "tokens (seed 003: 5), so a short headline is not 'contained' in every long one.",
+        minimum=1,
+    )
+    simhash_max_bits: int = _setting(
+        3,
+        "64-bit token simhashes differing in at most this many bits mean the same story "
+        "(seed 003: 3, the Manku et al. 2007 near-duplicate setting).",
+        minimum=0,
+        maximum=64,
+    )
+
+    subject_gate: bool = _setting(
+        True,
+        "Block headline matches between templated headlines with different short name-like "
+        "subjects ('QuantumScape' / 'B2Gold ... Earnings Date and Estimates'). On uci-dev it "
+        "vetoes 3 of 817 merges; on sts-dev it removes 3 of 12 false positives and no true "
+        "positive.",
+    )
+    subject_max_tokens: int = _setting(
+        3,
+        "Longest differing lead run the subject gate treats as a subject; longer differing "
+        "openings are real rewrites, not a template with another subject.",
+        minimum=1,
+        maximum=10,
+    )
+    cjk_threshold: float = _setting(
+        0.30,
+        "IDF-weighted 3-gram Jaccard at or above this means the same story for Korean, "
+        "Japanese and Chinese headlines with the same lead token (seed 000: swept 0.45 / "
+        "0.40 / 0.35 / 0.30 on 100 live Korean results, 84 / 83 / 81 / 77 items left, every "
+        "0.30 group checked by hand; low only because the lead-token gate carries precision).",
+        minimum=0,
+        maximum=1,
+    )
+    cjk_idf_prior_docs: int = _setting(
+        10,
+        "Virtual documents added to the CJK IDF corpus (window history plus batch), so a "
+        "small corpus gives near-uniform weights instead of seed 000's unstable batch IDF.",
+        minimum=0,
+    )
+
+    # --- scrape ---
+    fetch_timeout_seconds: float = _setting(
+        20.0, "Total time allowed for one feed or page request, connect to last byte.", minimum=0.1
+    )
+    connect_timeout_seconds: float = _setting(
+        10.0, "Time allowed to open a connection.", minimum=0.1
+    )
+    max_response_bytes: int = _setting(
+        5_000_000,
+        "A feed or page body larger than this is abandoned while streaming "
+        "(5 MB: the 111 real pages of shared/eval are 26 KB to 1.09 MB, median 119 KB).",
+        minimum=1024,
+    )
+    max_redirects: int = _setting(5, "Redirects followed per request.", minimum=0, maximum=30)
+    fetch_retries: int = _setting(
+        2,
+        "Retries of a request answered 429 or 5xx (3 attempts in all): publishers rate-limit "
+        "bursts and CDNs fail transiently; a third failure is recorded on the item.",
+        minimum=0,
+        maximum=10,
+    )
+    retry_backoff_seconds: float = _setting(
+        1.0,
+        "First wait before a retry, doubled each time, unless the answer's Retry-After "
+        "asks for longer.",
+        minimum=0,
+    )
+    max_retry_wait_seconds: float = _setting(
+        30.0,
+        "A Retry-After longer than this is not waited for: the request fails now and the "
+        "run goes on (a run polls 200 feeds every 15 minutes and cannot sleep for an hour).",
+        minimum=0,
+    )
+    fetch_concurrency: int = _setting(
+        8,
+        "Requests in flight at once, across all hosts (benchmarks/run.py scrape: 8 in flight "
+        "give 4.1x the pages/s of one at a time at 50 ms latency, on 2 cores).",
+        minimum=1,
+        maximum=256,
+    )
+    fetch_concurrency_per_host: int = _setting(
+        2,
+        "Requests in flight at once to one host, to stay polite to publishers (a browser "
+        "opens about 6; a crawler that wants to stay welcome, 1-2).",
+        minimum=1,
+        maximum=64,
+    )
+    user_agent: str = _setting(
+        "feedmd/0.1 (+https://github.com/feedmd/feedmd)",
+        "User-Agent sent with every request, so publishers can tell who is fetching.",
+    )
+    proxy: str = _setting(
+        "",
+        "HTTP proxy for every request (empty: none). The demo points it at its loopback "
+        "fixture server.",
+    )
+
+    google_news_base_url: str = _setting(
+        "https://news.google.com",
+        "Where new-format Google News links (ids that do not decode offline) are resolved: "
+        "the article page gives a signature, the batchexecute endpoint the publisher URL. "
+        "Tests point it at a loopback double.",
+    )
+
+    # --- delivery ---
+    feed_page_size: int = _setting(
+        100,
+        "Items per JSON Feed / Atom page and in a run's output files; older items are "
+        "reached through next_url.",
+        minimum=1,
+        maximum=1000,
+    )
+    webhook_timeout_seconds: float = _setting(
+        10.0,
+        "Time allowed for one webhook POST; a slower receiver counts as failed and is "
+        "retried (GitHub gives its receivers 10 s).",
+        minimum=0.1,
+    )
+    webhook_retry_base_seconds: float = _setting(
+        30.0,
+        "First wait after a failed delivery, doubled after each further failure, with jitter.",
+        minimum=1,
+    )
+    webhook_retry_max_seconds: float = _setting(
+        14400.0,
+        "Longest wait between delivery attempts (4 h), so a message still gets several "
+        "attempts in its last day.",
+        minimum=1,
+    )
+    webhook_retry_hours: float = _setting(
+        24.0,
+        "A webhook message still failing this long after it was queued is marked failed "
+        "(at-least-once for a day).",
+        minimum=0,
+    )
+    webhook_disable_after_failures: int = _setting(
+        15,
+        "An endpoint is disabled after this many failed attempts in a row; with the pauses "
+        "between failures that is 12-24 h of continuous failure: a day-long outage disables "
+        "it, a blip never does.",
+        minimum=1,
+    )
+
+    # --- safety limits (SECURITY.md) ---
+    allow_private_addresses: bool = _setting(
+        False,
+        "Connect to loopback, private, link-local, multicast, reserved and unspecified "
+        "addresses (and to a proxy on one). Off: feed URLs come from strangers and could point "
+        "feedmd at 169.254.169.254 or a service on localhost. The demo and the tests that use "
+        "the loopback fixture server turn it on.",
+    )
+    max_decompressed_bytes: int = _setting(
+        20_000_000,
+        "A gzip or deflate body that decodes to more than this is abandoned while decoding, "
+        "so a compression bomb (zeros compress 1000:1) costs at most this much memory. 20 MB: "
+        "four times max_response_bytes; the largest of the 111 eval pages is 1.09 MB.",
+        minimum=1024,
+    )
+    max_pages_per_run: int = _setting(
+        2000,
+        "Pages one run may fetch. Past it, whole feeds are left for the next run (counted, "
+        "their fetch state untouched, so they are read again): 200 Google News queries of "
+        "100 entries give at most 20,000 entries, of which stage 1 keeps a fraction; at the "
+        "scrape benchmark's ~70 pages/s, 2,000 pages take about 30 s of a 15-minute cycle.",
+        minimum=1,
+    )
+    max_entries_per_feed: int = _setting(
+        1000,
+        "Entries read from one feed document (the first listed; the rest are counted and "
+        "left out). Google News searches list at most 100, Google Alerts 20: a feed listing "
+        "more is broken or hostile.",
+        minimum=1,
+    )
+    max_title_chars: int = _setting(
+        2000,
+        "Titles are cut to this many characters: real headlines are under 300, and a 50 MB "
+        "title must not reach the headline index.",
+        minimum=20,
+    )
+    max_url_chars: int = _setting(
+        8192,
+        "An entry link, or a URL to request (redirects included), longer than this is "
+        "refused (RFC 9110 asks for at least 8000 octets; CDNs cap around 8 KB).",
+        minimum=256,
+    )
+    run_lease_seconds: float = _setting(
+        600.0,
+        "How long a run's lease on its orgs lasts unless renewed; a live run renews it every "
+        "third of this. A run killed on this host is taken over at once (its process is "
+        "gone); on another host, after this.",
+        minimum=5,
+    )
+    run_lease_wait_seconds: float = _setting(
+        60.0,
+        "How long a run waits for another run of the same orgs before giving up with exit "
+        "code 4 (0: give up at once).",
+        minimum=0,
+    )
+
+    # --- prose and stage 2 (seed 003 rules as written) ---
+    prose_min_words: int = _setting(
+        12,
+        "A Markdown line counts as prose only with at least this many words (seed 003: "
+        "12); shorter lines are captions, bylines and menu items.",
+        minimum=1,
+    )
+    prose_max_link_share: float = _setting(
+        0.5,
+        "A line whose words are more than this share link text is navigation, not prose "
+        "(seed 003: 'not mostly link text').",
+        minimum=0,
+        maximum=1,
+    )
+    prose_min_chars: int = _setting(
+        400,
+        "Under this many characters of prose an item gets no digest and can only be "
+        "matched by its headline (seed 003: 400; a 338-character Washington Post page held no "
+        "story text).",
+        minimum=0,
+    )
+    prose_short_min_words: int = _setting(
+        4,
+        "A shorter line is still prose when it ends a sentence and has at least this many "
+        "words (prose-v2 on the 111 eval pages: +0.003 F1; 2 / 4 / 6 / 8 give F1 0.9511 / "
+        "0.9508 / 0.9505 / 0.9499, so the value hardly matters).",
+        minimum=1,
+    )
+    prose_cjk_chars_per_word: float = _setting(
+        2.0,
+        "Han and kana are written without spaces: this many characters count as one word "
+        "(about 1.5-2 characters a word in Chinese and Japanese; not tunable on the eval pages).",
+        minimum=0.5,
+    )
+    prose_boilerplate_max_words: int = _setting(
+        40,
+        "A furniture line ('Follow us on', 'Sign up for our newsletter', 'All rights "
+        "reserved') is dropped only when shorter than this: on the eval pages the 19 such "
+        "lines are all furniture, the longest 32 words; dropping them is +0.0056 precision.",
+        minimum=0,
+    )
+    prose_junk_min_share: float = _setting(
+        0.5,
+        "A page is junk (consent wall, anti-bot check, paywall, error page) when lines "
+        "matching junk patterns make up this share of its characters; junk gets no digest so "
+        "unrelated walls never match. 0.0 on all 111 eval pages, 0.83-1.0 on the test walls.",
+        minimum=0,
+        maximum=1,
+    )
+    furniture_min_pages: int = _setting(
+        3,
+        "A prose line printed on at least this many different pages of one host (stored or "
+        "in this run) is the host's furniture (a standing disclaimer, a sign-off) and is left "
+        "out of the prose, so two unrelated articles of that host do not share it. Two pages "
+        "can share a line by chance (an update of a story); three is a pattern.",
+        minimum=2,
+    )
+    tlsh_max_distance: int = _setting(
+        40,
+        "TLSH distance at or below this is a reprint (seed 003: 40; NBC4/NBC6 copies 0, "
+        "LA Times 29, NPR/WOSU 39; independent write-ups 52 and more).",
+        minimum=0,
+        maximum=2000,
+    )
+
+    shingle_containment_threshold: float = _setting(
+        0.5,
+        "Share of the shorter prose's word 5-grams found in the longer at or above which "
+        "two bodies are reprints (development reprint set: 308 of 309 reprints >= 0.5, "
+        "different stories in the same furniture at most 0.299).",
+        minimum=0,
+        maximum=1,
+    )
+    similar_tlsh_distance: int = _setting(
+        100,
+        "A body within this TLSH distance of an earlier one, but not a reprint, is kept and "
+        "marked 'possible duplicate' (development set: different stories >= 118).",
+        minimum=0,
+        maximum=2000,
+    )
+    similar_containment: float = _setting(
+        0.3,
+        "Shingle containment at or above this, below the reprint threshold, marks a kept item "
+        "'possible duplicate' (development set: different stories at most 0.299).",
+        minimum=0,
+        maximum=1,
+    )
+
+    def describe(self) -> dict[str, Any]:
+        """Return the settings as a plain dict (stored with every run for replay), with any
+        password in the proxy URL masked: runs and `feedmd settings` must not leak it."""
+        values = dataclasses.asdict(self)
+        values["proxy"] = redact_password(values["proxy"])
+        return values
+
+
+SETTING_FIELDS: dict[str, dataclasses.Field[Any]] = {
+    f.name: f for f in dataclasses.fields(Settings)
+}
+
+
+def redact_password(url: str) -> str:
+    """``http://user:secret@proxy:3128`` -> ``http://user:***@proxy:3128``."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@/]*@", r"\1***@", url, flags=re.I)
+
+
+def coerce_setting(name: str, raw: Any, origin: str) -> Any:
+    """Convert and check one setting value; raise ConfigError naming the key and origin.
+
+    ``raw`` may be a TOML value or a string (environment variable, CLI flag).
+    """
+    spec = SETTING_FIELDS.get(name)
+    if spec is None:
+        raise ConfigError(f"{origin}: unknown setting {name!r}")
+    kind = type(spec.default)
+    value: Any
+    try:
+        if kind is bool:
+            value = _to_bool(raw)
+        elif kind is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            value = int(raw)
+        elif kind is float:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ValueError
+        else:
+            if not isinstance(raw, str):
+                raise ValueError
+            value = raw
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{origin}: setting {name!r} must be {kind.__name__}, got {raw!r}"
+        ) from None
+    meta = spec.metadata
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        raise ConfigError(f"{origin}: setting {name!r} must be >= {meta['minimum']}, got {value!r}")
+    if meta["maximum"] is not None and value > meta["maximum"]:
+        raise ConfigError(f"{origin}: setting {name!r} must be <= {meta['maximum']}, got {value!r}")
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise ConfigError(
+            f"{origin}: setting {name!r} must be one of {', '.join(meta['choices'])}; got {value!r}"
+        )
+    return value
+
+
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(raw)
+
+
+def settings_from_record(record: Mapping[str, Any], base: Settings | None = None) -> Settings:
+    """Settings recorded with a run (``runs.settings_json``); keys this version does not
+    know are ignored and missing ones take their defaults."""
+    known = {k: v for k, v in record.items() if k in SETTING_FIELDS}
+    return dataclasses.replace(base or Settings(), **known)
