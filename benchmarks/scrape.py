@@ -20,9 +20,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from feedmd.config import Settings
 from feedmd.fixture_server import FixtureServer
 from feedmd.models import Entry
+from feedmd.settings import Settings
 from feedmd.stages import scrape
 from feedmd.stages.stage1 import prepare
 

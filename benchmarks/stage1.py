@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from itertools import accumulate
 from pathlib import Path
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import Headline, match_headlines, normalize_headline, simhash
 from feedmd.stages.title_index import TitleIndex
 

@@ -3,14 +3,14 @@
 The public API is small on purpose; everything else may change between versions.
 """
 
-from feedmd.config import Config, Settings, load_config
-from feedmd.db import open_store
+from feedmd.config import Config, load_config
 from feedmd.errors import ConfigError, FeedmdError, FetchError, MigrationError, StoreError
 from feedmd.pipeline import run
 from feedmd.report import RunReport
+from feedmd.settings import Settings
 from feedmd.stages.headlines import normalize_headline
-from feedmd.stages.store import Store
 from feedmd.stages.urls import normalize_url, url_hash
+from feedmd.store import Store, open_store
 
 __version__ = "0.1.0"
 

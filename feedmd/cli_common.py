@@ -119,3 +119,42 @@ def settings_from(kwargs: dict[str, Any]) -> dict[str, Any]:
         if value is not None:
             settings[name] = value
     return settings
+
+
+# The settings each command shows as flags (every other one is reachable by --set).
+RUN_SETTINGS = (
+    "dedup_scope",
+    "dedup_window_hours",
+    "history_window_hours",
+    "max_pages_per_run",
+    "fetch_concurrency",
+    "proxy",
+    "allow_private_addresses",
+    "run_lease_wait_seconds",
+)
+# Settings that decide duplicates: what replay and the evaluations are run to vary.
+DEDUP_SETTINGS = (
+    "dedup_scope",
+    "dedup_window_hours",
+    "jaccard_threshold",
+    "containment_threshold",
+    "simhash_max_bits",
+    "tlsh_max_distance",
+    "shingle_containment_threshold",
+)
+HEADLINE_SETTINGS = (
+    "headline_min_tokens",
+    "jaccard_threshold",
+    "containment_threshold",
+    "containment_min_tokens",
+    "simhash_max_bits",
+    "subject_gate",
+)
+PROSE_SETTINGS = ("prose_min_words", "prose_min_chars", "prose_max_link_share")
+BODY_SETTINGS = (
+    "tlsh_max_distance",
+    "shingle_containment_threshold",
+    "similar_tlsh_distance",
+    "similar_containment",
+)
+PAGE_FETCH_SETTINGS = ("proxy", "allow_private_addresses")

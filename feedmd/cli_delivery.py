@@ -9,16 +9,18 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from feedmd import deliveries
 from feedmd.cli_common import config_option as _config_option
 from feedmd.cli_common import db_option as _db_option
 from feedmd.cli_common import load
 from feedmd.config import Config
 from feedmd.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from feedmd.store import Store
 
 DEFAULT_BASE_URL = "http://localhost:8000"
 
@@ -33,9 +35,9 @@ def _from_file(config: Config) -> bool:
     return config.source != "<defaults>"
 
 
-def _open(config: Config, create: bool = False) -> Any:
+def _open(config: Config, create: bool = False) -> Store:
     """Open (and migrate) the store; a missing file is an error unless ``create``."""
-    from feedmd.db import open_store
+    from feedmd.store import open_store
 
     if not create and not Path(config.database).exists():
         raise click.ClickException(f"{config.database}: no such database (run feedmd first)")
@@ -86,6 +88,7 @@ def export_command(
 
     Without --feed or --org, a store holding a single org exports that org.
     """
+    from feedmd import render
     from feedmd.stages import deliver
 
     if feed and org:
@@ -94,21 +97,21 @@ def export_command(
     base = base_url or (config.output.base_url if _from_file(config) else DEFAULT_BASE_URL)
     database = _open(config)
     try:
-        orgs = deliveries.list_orgs(database)
+        orgs = database.list_orgs()
         if feed:
-            row = deliveries.find_feed(database, feed)
+            row = database.find_feed(feed)
             if row is None:
                 raise click.ClickException(f"no feed named {feed!r}")
-            meta = deliver.feed_meta(row, base)
-            items = deliveries.kept_items(database, feed=feed, limit=limit)
+            meta = render.feed_meta(row, base)
+            items = database.kept_items(feed=feed, limit=limit)
         else:
             if org is None and len(orgs) != 1:
                 raise click.UsageError(f"name --feed or --org (orgs: {', '.join(orgs) or 'none'})")
             org = org or next(iter(orgs))
             if org not in orgs:
                 raise click.ClickException(f"no org named {org!r}")
-            meta = deliver.org_meta(org, base)
-            items = deliveries.kept_items(database, org=org, limit=limit)
+            meta = render.org_meta(org, base)
+            items = database.kept_items(org=org, limit=limit)
     finally:
         database.close()
     if output:
@@ -116,11 +119,11 @@ def export_command(
         self_url = f"{base.rstrip('/')}/{Path(output).name}"
         meta = dataclasses.replace(meta, json_url=self_url, atom_url=self_url)
     else:
-        meta = deliver.page_meta(meta, items, limit)
+        meta = render.page_meta(meta, items, limit)
     data = (
-        deliver.json_bytes(deliver.json_feed(meta, items))
+        render.json_bytes(render.json_feed(meta, items))
         if fmt == "json"
-        else deliver.atom_feed(meta, items)
+        else render.atom_feed(meta, items)
     )
     if output:
         deliver.write_atomically(Path(output), data)
@@ -168,26 +171,26 @@ def serve_command(
     import uvicorn
 
     from feedmd import server, webhooks
-    from feedmd.db import connect, open_store
     from feedmd.stages import deliver
-    from feedmd.stages.store import Store
+    from feedmd.store import open_store
+    from feedmd.store.schema import connect
 
     config = _config(config_path, db)
-    store = Store(open_store(config.database))
+    store = open_store(config.database)
     try:
         if _from_file(config):
             store.sync_feeds(config)
             deliver.sync_configuration(store, config)
-        private = [f for f in deliveries.list_feeds(store.db) if not f.public]
+        private = [f for f in store.list_feeds() if not f.public]
         for feed in private:
-            if not deliveries.token_hashes(store.db, feed.org):
+            if not store.token_hashes(feed.org):
                 click.echo(
                     f"note: feed {feed.name} is private and org {feed.org} has no token "
                     f"(feedmd tokens create --org {feed.org})",
                     err=True,
                 )
     finally:
-        store.db.close()
+        store.close()
     if _from_file(config):
         scheduler = server.pipeline_scheduler(config)
     else:
@@ -242,14 +245,12 @@ def tokens_group() -> None:
 @_config_option
 def tokens_create(org: str, label: str, db: str | None, config_path: str | None) -> None:
     """Create a token and print it once: only its SHA-256 is stored."""
-    from feedmd.stages.store import Store
-
     config = _config(config_path, db)
     database = _open(config, create=_from_file(config))
     try:
         if _from_file(config):
-            Store(database).sync_feeds(config)
-        token = deliveries.create_token(database, org, label, utcnow())
+            database.sync_feeds(config)
+        token = database.create_token(org, label, utcnow())
     finally:
         database.close()
     if token is None:
@@ -265,7 +266,7 @@ def tokens_list(db: str | None, config_path: str | None, as_json: bool) -> None:
     """List tokens (id, org, label, created, revoked); the tokens themselves are not kept."""
     database = _open(_config(config_path, db))
     try:
-        rows = deliveries.list_tokens(database)
+        rows = database.list_tokens()
     finally:
         database.close()
     if as_json:
@@ -287,7 +288,7 @@ def tokens_revoke(token_id: int, db: str | None, config_path: str | None) -> Non
     """Revoke a token by its id (from `feedmd tokens list`)."""
     database = _open(_config(config_path, db))
     try:
-        done = deliveries.revoke_token(database, token_id, utcnow())
+        done = database.revoke_token(token_id, utcnow())
     finally:
         database.close()
     if not done:
@@ -322,8 +323,8 @@ def deliveries_group(
 
     database = _open(ctx.obj)
     try:
-        endpoints = deliveries.list_endpoints(database)
-        rows = deliveries.list_deliveries(database, status, limit)
+        endpoints = database.list_endpoints()
+        rows = database.list_deliveries(status, limit)
     finally:
         database.close()
     if as_json:
@@ -378,8 +379,8 @@ def deliveries_enable(config: Config, endpoint_id: int) -> None:
 
     database = _open(config)
     try:
-        pending = deliveries.enable_endpoint(
-            database, endpoint_id, utcnow(), policy_from(config.settings).retry_hours
+        pending = database.enable_endpoint(
+            endpoint_id, utcnow(), policy_from(config.settings).retry_hours
         )
     finally:
         database.close()

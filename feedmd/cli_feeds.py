@@ -324,16 +324,15 @@ def feeds_remove(name: str, config_path: str | None) -> None:
 
 def _feed_rows(config: Config) -> list[dict[str, Any]]:
     """The configured feeds with their stored state (when the database exists)."""
-    from feedmd.db import connect
-    from feedmd.stages.store import Store
+    from feedmd.store import connect_store
 
     states: dict[str, dict[str, Any]] = {}
     if Path(config.database).exists():
-        database = connect(config.database)
+        store = connect_store(config.database)
         try:
-            states = Store(database).feed_states()
+            states = store.feed_states()
         finally:
-            database.close()
+            store.close()
     rows = []
     for feed in config.feeds:
         state = states.get(feed.name, {})

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from feedmd.config import Config, OutputConfig, load_config
-from feedmd.db import open_store
 from feedmd.errors import ConfigError
 from feedmd.fixture_server import FixtureServer
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.resources import data_dir
-from feedmd.stages.store import Store
+from feedmd.store import open_store
 from feedmd.timeutil import parse_iso
 from feedmd.webhooks import redact, send_all_kept
 
@@ -84,7 +83,7 @@ def run_demo(
         (folder / f"feedmd.db{suffix}").unlink(missing_ok=True)
     with FixtureServer(fixtures) as server:
         config = demo_config(fixtures, folder, server.proxy_url, overrides)
-        store = Store(open_store(config.database))
+        store = open_store(config.database)
         try:
             echo(f"fixture server on {server.proxy_url}; database {config.database}")
             first = run(store, config, now=first_at)
@@ -93,12 +92,12 @@ def run_demo(
             second = run(store, config, now=second_at)
             echo(second.render())
             if webhook_url:
-                sent = send_all_kept(store.db, webhook_url)
+                sent = send_all_kept(store, webhook_url)
                 echo(
                     f"webhooks to {redact(webhook_url)}: {sent.delivered} delivered, "
                     f"{sent.failed_attempts} failed attempts, {sent.gave_up} given up"
                 )
         finally:
-            store.db.close()
+            store.close()
     outputs = tuple(sorted(p for p in folder.iterdir() if p.suffix in {".json", ".atom"}))
     return DemoResult(first=first, second=second, database=Path(config.database), outputs=outputs)

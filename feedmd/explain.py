@@ -11,25 +11,16 @@ the scope.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from feedmd.ids import parse_id
 from feedmd.stages.urls import url_hash
+from feedmd.store import Store
 
 # How much of a list of evidence (shared tokens, blocked matches) the text shows.
 EXCERPT_ITEMS = 8
 EXCERPT_CHARS = 160
-
-_ITEM_SQL = (
-    "SELECT i.*, f.name AS feed, o.name AS org, b.digest AS digest, b.prose_chars AS"
-    " prose_chars, b.no_digest_reason AS no_digest_reason, r.as_of AS run_as_of"
-    " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
-    " LEFT JOIN bodies b ON b.id = i.body_id LEFT JOIN runs r ON r.id = i.run_id"
-)
 
 
 @dataclass(frozen=True)
@@ -51,41 +42,16 @@ class Trail:
         }
 
 
-def find_items(db: sqlite_utils.Database, query: str, limit: int = 20) -> list[int]:
+def find_items(store: Store, query: str, limit: int = 20) -> list[int]:
     """Item ids for an item id, a URL (raw or any form that normalises alike), or a search
     string in titles and publishers, newest first."""
     text = query.strip()
     wanted = parse_id(text)  # not isdigit() alone: '²' and 20-digit numbers are not ids
-    if wanted is not None:
-        row = db.conn.execute("SELECT id FROM items WHERE id = ?", (wanted,)).fetchone()
-        if row:
-            return [int(row[0])]
+    if wanted is not None and store.item_exists(wanted):
+        return [wanted]
     if text.startswith(("http://", "https://")):
-        hashed = url_hash(text)
-        rows = db.conn.execute(
-            "SELECT id FROM items WHERE url_raw = ? OR link = ? OR (url_hash = ? AND ? != '')"
-            " ORDER BY published_at DESC, id DESC LIMIT ?",
-            (text, text, hashed, hashed, limit),
-        ).fetchall()
-        return [int(r[0]) for r in rows]
-    pattern = f"%{text}%"
-    rows = db.conn.execute(
-        "SELECT id FROM items WHERE title_raw LIKE ? OR publisher LIKE ?"
-        " ORDER BY published_at DESC, id DESC LIMIT ?",
-        (pattern, pattern, limit),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
-
-
-def _row(db: sqlite_utils.Database, item_id: int) -> dict[str, Any] | None:
-    cursor = db.conn.execute(_ITEM_SQL + " WHERE i.id = ?", (item_id,))
-    names = [d[0] for d in cursor.description]
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    record = dict(zip(names, row, strict=True))
-    record["evidence"] = json.loads(record.pop("evidence_json") or "{}")
-    return record
+        return store.items_by_url(text, url_hash(text), limit)
+    return store.items_by_text(text, limit)
 
 
 def _brief(record: dict[str, Any]) -> dict[str, Any]:
@@ -108,21 +74,15 @@ def _brief(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def explain(db: sqlite_utils.Database, item_id: int) -> Trail | None:
+def explain(store: Store, item_id: int) -> Trail | None:
     """The trail of one item, or None when no such item exists."""
-    record = _row(db, item_id)
+    record = store.item_record(item_id)
     if record is None:
         return None
     matched_id = record.get("matched_item_id")
-    matched = _row(db, int(matched_id)) if matched_id else None
+    matched = store.item_record(int(matched_id)) if matched_id else None
     duplicates = [
-        _brief(dup)
-        for (dup_id,) in db.conn.execute(
-            "SELECT id FROM items WHERE matched_item_id = ? AND id != ?"
-            " AND decision = 'duplicate' ORDER BY published_at, id",
-            (item_id, item_id),
-        ).fetchall()
-        if (dup := _row(db, int(dup_id)))
+        _brief(dup) for dup_id in store.duplicate_ids(item_id) if (dup := store.item_record(dup_id))
     ]
     return Trail(
         item=record,

@@ -9,9 +9,13 @@ so the deciding code never touches the database.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # a field type only: models stays free of stage code at run time
+    from feedmd.stages.headlines import Headline
 
 DecisionKind = Literal["kept", "duplicate", "failed"]
 StageName = Literal["stage1", "scrape", "stage2"]
@@ -154,3 +158,60 @@ class Page:
     shingles: bytes = b""
     stale: bool = False
     line_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An entry with the keys stage 1 compares: normalised URL, URL hash, headline."""
+
+    entry: Entry
+    url: str
+    url_hash: str
+    tokens: tuple[str, ...]
+    headline: Headline
+    is_cjk: bool = False
+    grams: frozenset[str] = frozenset()
+    lead: str = ""
+    host: str = ""  # the publisher's host, of the normalised URL ("" for an unresolved link)
+    # set when only a recurring title matched: the decision the title alone would make,
+    # for stage 2 to confirm on the body
+    recurring: Decision | None = None
+
+    @property
+    def key(self) -> str:
+        """The entry's identity inside the run."""
+        return self.entry.key
+
+    @property
+    def page_key(self) -> str:
+        """What the scrape and the bodies table key a page by: the URL hash, or for an
+        unresolved link the hash of the link itself."""
+        if self.url_hash:
+            return self.url_hash
+        return "link-" + hashlib.sha256(self.entry.url.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Stage1Result:
+    """Stage 1's output: the new candidates oldest first, the entries seen before, and a
+    decision for every new candidate."""
+
+    candidates: list[Candidate]
+    seen_before: list[Entry]
+    decisions: dict[str, Decision] = field(default_factory=dict)
+
+    @property
+    def survivors(self) -> list[Candidate]:
+        """Candidates kept by stage 1, oldest first: the only ones worth scraping."""
+        return [c for c in self.candidates if self.decisions[c.key].decision == "kept"]
+
+
+@dataclass(frozen=True)
+class LinkResolution:
+    """What one resolution attempt produced: the publisher URL (or the link) and how."""
+
+    link: str
+    url: str
+    # "google-news-redirect", "google-news-batchexecute", "google-news-offline" or "unresolved"
+    method: str
+    error: str | None = None

@@ -13,11 +13,15 @@
 5. store    one transaction: items, bodies, feed state
 6. deliver  each touched feed's JSON Feed and Atom files, then webhooks
 
-``run`` only calls the steps in order and times them; each ``_step`` function below is the
-glue between a stage and the store. The run holds a lease on its orgs from start to end
-(``Store.run_lease``): a second run of the same orgs waits for it or stops with
-RunLeaseHeld, and a run killed half-way is found by the next one, which marks it abandoned
-and delivers in step 6 the items it had stored but not delivered.
+``run`` only calls the steps in order and times them; the step functions below are the
+glue between a stage and the store. Replay and the headline evaluation call the same step
+functions (``decide_metadata``, ``scrape_step``, ``decide_bodies``), with their own page
+source instead of the web; the dry run calls ``run`` itself.
+
+The run holds a lease on its orgs from start to end (``Store.run_lease``): a second run of
+the same orgs waits for it or stops with RunLeaseHeld, and a run killed half-way is found
+by the next one, which marks it abandoned and delivers in step 6 the items it had stored
+but not delivered.
 """
 
 from __future__ import annotations
@@ -26,14 +30,23 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 
-from feedmd.config import Config, Settings
-from feedmd.models import Entry, FeedResult, Page, WindowSnapshot
+from feedmd.config import Config
+from feedmd.models import (
+    Candidate,
+    Decision,
+    Entry,
+    FeedResult,
+    Page,
+    Stage1Result,
+    WindowSnapshot,
+)
 from feedmd.report import RunReport, build_report
+from feedmd.settings import Settings
 from feedmd.stages import deliver, fetch, scrape, stage1, stage2
-from feedmd.stages.stage1 import Stage1Result
-from feedmd.stages.store import Store
+from feedmd.store import Store
 from feedmd.timeutil import iso, utcnow
 
 PageKey = tuple[str, str]
@@ -79,13 +92,12 @@ def run(
             with timer.step("fetch"):  # 1
                 fetched, entries = _fetch(store, config, now, force)
             with timer.step("stage1"):  # 2
-                fetched, entries, snapshot, first = _stage1(store, fetched, entries, settings, now)
+                fetched, entries, window, first = _stage1(store, fetched, entries, settings, now)
             with timer.step("scrape"):  # 3
-                first, pages = _scrape(store, entries, snapshot, first, settings, now, on_page)
+                source = web_pages(store, settings, on_page)
+                first, pages = scrape_step(store, entries, window, first, settings, now, source)
             with timer.step("stage2"):  # 4
-                final = stage2.finalize(
-                    first, stage2.decide(first.survivors, pages, snapshot, settings, now)
-                )
+                final = decide_bodies(first, pages, window.snapshot, settings, now)
             with timer.step("store"):  # 5
                 stored = store.persist(run_id, fetched, first, pages, final, settings, now)
             with timer.step("deliver"):  # 6
@@ -119,20 +131,40 @@ def _fetch(
     return fetched, entries
 
 
+@dataclass(frozen=True)
+class Window:
+    """What steps 2-4 know of history: the window snapshot, and which entries are stored."""
+
+    snapshot: WindowSnapshot
+    known: set[tuple[str, str]]
+
+
+# Pages for the survivors given the pages the store already holds (``known``): the web for
+# a run, the stored Markdown for a replay.
+PageSource = Callable[[list[Candidate], dict[PageKey, Page]], dict[PageKey, Page]]
+
+
+def decide_metadata(
+    store: Store, entries: list[Entry], settings: Settings, now: datetime
+) -> tuple[Window, Stage1Result]:
+    """Step 2 proper: refresh window fingerprints made under other prose settings, load
+    the window, decide on metadata."""
+    stale = store.stale_bodies(settings, now)
+    store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
+    window = Window(store.snapshot(entries, settings, now), store.known_entries(entries))
+    return window, stage1.decide(entries, window.snapshot, window.known, settings, now)
+
+
 def _stage1(
     store: Store,
     fetched: list[FeedResult],
     entries: list[Entry],
     settings: Settings,
     now: datetime,
-) -> tuple[list[FeedResult], list[Entry], WindowSnapshot, Stage1Result]:
-    """Step 2: refresh stale window fingerprints, load the window, decide on metadata;
-    feeds past the run's page budget are left for the next run (``scrape.over_budget``)."""
-    stale = store.stale_bodies(settings, now)
-    store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
-    snapshot = store.snapshot(entries, settings, now)
-    known = store.known_entries(entries)
-    first = stage1.decide(entries, snapshot, known, settings, now)
+) -> tuple[list[FeedResult], list[Entry], Window, Stage1Result]:
+    """Step 2: ``decide_metadata``; feeds past the run's page budget are left for the next
+    run (``scrape.over_budget``)."""
+    window, first = decide_metadata(store, entries, settings, now)
     stored = store.stored_page_keys(scrape.page_keys(first.survivors))
     deferred = scrape.over_budget(first, stored, settings.max_pages_per_run)
     if deferred:
@@ -141,31 +173,55 @@ def _stage1(
             dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
             for r in fetched
         ]
-        first = stage1.decide(entries, snapshot, known, settings, now)
-    return fetched, entries, snapshot, first
+        first = stage1.decide(entries, window.snapshot, window.known, settings, now)
+    return fetched, entries, window, first
 
 
-def _scrape(
+def web_pages(
+    store: Store, settings: Settings, on_page: Callable[[int, int], None] | None = None
+) -> PageSource:
+    """A run's page source: the known pages reused, the others fetched (conditionally
+    when another org stored a copy)."""
+
+    def source(survivors: list[Candidate], known: dict[PageKey, Page]) -> dict[PageKey, Page]:
+        keys = scrape.page_keys(survivors)
+        elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
+        return scrape.scrape(survivors, known, settings, on_page, elsewhere)
+
+    return source
+
+
+def scrape_step(
     store: Store,
     entries: list[Entry],
-    snapshot: WindowSnapshot,
+    window: Window,
     first: Stage1Result,
     settings: Settings,
     now: datetime,
-    on_page: Callable[[int, int], None] | None,
+    source: PageSource,
 ) -> tuple[Stage1Result, dict[PageKey, Page]]:
-    """Step 3: scrape the survivors (reusing the org's pages), settle failed originals."""
+    """Step 3: pages for the survivors from ``source`` (reusing the org's stored pages),
+    furniture lines left out; when a kept entry's page fails, its copies are decided again."""
     # the entries stage 1 found stored already (no second query for them)
     known_entries = {(e.feed, e.entry_id) for e in first.seen_before}
 
-    def fetch_pages(survivors: list[stage1.Candidate]) -> dict[PageKey, Page]:
-        keys = scrape.page_keys(survivors)
-        known = store.known_pages(keys, settings)
-        elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
-        pages = scrape.scrape(survivors, known, settings, on_page, elsewhere)
+    def fetch_pages(survivors: list[Candidate]) -> dict[PageKey, Page]:
+        known = store.known_pages(scrape.page_keys(survivors), settings)
+        pages = source(survivors, known)
         return scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
 
     def redecide(unavailable: frozenset[str]) -> Stage1Result:
-        return stage1.decide(entries, snapshot, known_entries, settings, now, unavailable)
+        return stage1.decide(entries, window.snapshot, known_entries, settings, now, unavailable)
 
     return scrape.settle(first, fetch_pages(first.survivors), redecide, fetch_pages)
+
+
+def decide_bodies(
+    first: Stage1Result,
+    pages: dict[PageKey, Page],
+    snapshot: WindowSnapshot,
+    settings: Settings,
+    now: datetime,
+) -> dict[str, Decision]:
+    """Step 4: stage 2 on the survivors' pages; every duplicate then points at a kept item."""
+    return stage2.finalize(first, stage2.decide(first.survivors, pages, snapshot, settings, now))

@@ -17,28 +17,24 @@ says so).
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
-from feedmd.config import Config, FeedConfig, Settings, settings_from_record
-from feedmd.db import connect, open_store
-from feedmd.models import Entry, Page
-from feedmd.overrides import OVERRIDE_RULE
-from feedmd.stages import scrape, stage1, stage2
-from feedmd.stages.store import Store
-from feedmd.timeutil import parse_iso
+from feedmd import pipeline
+from feedmd.config import Config
+from feedmd.models import Candidate, Entry, Page
+from feedmd.settings import Settings, settings_from_record
+from feedmd.stages import scrape
+from feedmd.store import Store, connect_store, open_store
+from feedmd.store.audit import OVERRIDE_RULE
+from feedmd.store.history import Outcome, StoredRun
 
 NOT_SCRAPED = "replay: this page was never scraped (stage 1 dropped it in the original run)"
-
-Outcome = tuple[str, str | None, str | None]  # decision, rule, matched (feed, entry) key
 
 
 @dataclass(frozen=True)
@@ -71,115 +67,14 @@ class ReplayResult:
         }
 
 
-@dataclass(frozen=True)
-class _Run:
-    as_of: datetime
-    settings: dict[str, Any]
-    entries: list[Entry]
-
-
-def _stored_runs(db: sqlite_utils.Database) -> Iterator[_Run]:
-    cursor = db.conn.execute(
-        "SELECT r.id, r.as_of, r.settings_json, f.name, o.name, i.entry_id, i.link,"
-        " i.link_resolution, i.url_raw, i.title_raw, i.publisher, i.summary, i.published_at,"
-        " i.fetched_at FROM items i JOIN runs r ON r.id = i.run_id JOIN feeds f"
-        " ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id ORDER BY r.id, i.id"
-    )
-    runs: dict[int, _Run] = {}
-    for (
-        run_id,
-        as_of,
-        settings_json,
-        feed,
-        org,
-        entry_id,
-        link,
-        resolution,
-        url,
-        title,
-        publisher,
-        summary,
-        published,
-        fetched,
-    ) in cursor:
-        runs.setdefault(
-            run_id, _Run(parse_iso(as_of), json.loads(settings_json), [])
-        ).entries.append(
-            Entry(
-                feed=feed,
-                org=org,
-                entry_id=entry_id,
-                link=link,
-                url=url,
-                title=title,
-                publisher=publisher,
-                published=parse_iso(published),
-                fetched=parse_iso(fetched),
-                summary=summary,
-                link_resolution=resolution,
-            )
-        )
-    yield from runs.values()
-
-
-def _stored_pages(db: sqlite_utils.Database) -> dict[tuple[str, str, str], Page]:
-    """Scraped pages by (org, feed, entry_id), and failures by the same key."""
-    pages: dict[tuple[str, str, str], Page] = {}
-    rows = db.conn.execute(
-        "SELECT o.name, f.name, i.entry_id, i.stage, i.decision, i.error, b.url_hash, b.url,"
-        " b.markdown, b.content_type, b.http_status FROM items i JOIN feeds f ON f.id ="
-        " i.feed_id JOIN orgs o ON o.id = i.org_id LEFT JOIN bodies b ON b.id = i.body_id"
-    )
-    for org, feed, entry_id, stage, decision, error, hashed, url, markdown, kind, status in rows:
-        if hashed is not None:
-            pages[(org, feed, entry_id)] = Page(
-                url_hash=hashed,
-                url=url,
-                org=org,
-                status="ok",
-                markdown=markdown,
-                content_type=kind,
-                http_status=status,
-            )
-        elif stage == "scrape" and decision == "failed":
-            pages[(org, feed, entry_id)] = Page(
-                url_hash="", url="", org=org, status="failed", error=error
-            )
-    return pages
-
-
-def _feeds(db: sqlite_utils.Database) -> tuple[FeedConfig, ...]:
-    return tuple(
-        FeedConfig(name=name, url=url, org=org, poll_minutes=poll, title=title)
-        for name, url, org, poll, title in db.conn.execute(
-            "SELECT f.name, f.url, o.name, f.poll_minutes, f.title FROM feeds f"
-            " JOIN orgs o ON o.id = f.org_id ORDER BY f.id"
-        )
-    )
-
-
-def _outcomes(store: Store) -> dict[tuple[str, str], Outcome]:
-    rows = store.conn.execute(
-        "SELECT f.name, i.entry_id, i.decision, i.rule, mf.name, m.entry_id FROM items i"
-        " JOIN feeds f ON f.id = i.feed_id LEFT JOIN items m ON m.id = i.matched_item_id"
-        " LEFT JOIN feeds mf ON mf.id = m.feed_id"
-    )
-    return {
-        (feed, entry): (decision, rule, f"{mfeed}/{mentry}" if mentry else None)
-        for feed, entry, decision, rule, mfeed, mentry in rows
-    }
-
-
 def recorded_settings(database: str | Path) -> Settings:
     """The settings of the newest stored run (the base a replay changes), else defaults."""
-    source = connect(database)
+    source = connect_store(database)
     try:
-        row = source.conn.execute(
-            "SELECT settings_json FROM runs ORDER BY id DESC LIMIT 1"
-        ).fetchone()
+        record = source.newest_settings_record()
     finally:
         source.close()
-    return settings_from_record(json.loads(row[0])) if row else Settings()
+    return settings_from_record(record) if record else Settings()
 
 
 def replay(
@@ -191,16 +86,16 @@ def replay(
     laid over them, and compare with what the store recorded (see the module docstring).
     Every run is replayed, so the window before ``since`` is in place; only the runs from
     ``since`` on are compared and counted."""
-    source = connect(database)
+    source = connect_store(database)
     try:
-        runs = list(_stored_runs(source))
-        stored_pages = _stored_pages(source)
-        config = Config(feeds=_feeds(source))
-        original = _outcomes(Store(source))
+        runs = source.stored_runs()
+        stored_pages = source.stored_pages()
+        config = Config(feeds=source.feed_configs())
+        original = source.outcomes()
     finally:
         source.close()
     with tempfile.TemporaryDirectory(prefix="feedmd-replay-") as folder:
-        store = Store(open_store(Path(folder) / "replay.db"))
+        store = open_store(Path(folder) / "replay.db")
         try:
             store.sync_feeds(config)
             for stored_run in runs:
@@ -208,9 +103,9 @@ def replay(
                     settings_from_record(stored_run.settings), **(changes or {})
                 )
                 _replay_run(store, stored_run.entries, stored_pages, settings, stored_run.as_of)
-            replayed = _outcomes(store)
+            replayed = store.outcomes()
         finally:
-            store.db.close()
+            store.close()
     compared = [r for r in runs if since is None or r.as_of >= since]
     # a reviewer's override ("not a duplicate", "merge") is a human decision: it stands
     # under any settings, so the replay keeps it rather than re-deciding the item
@@ -232,45 +127,58 @@ def _replay_run(
     settings: Settings,
     now: datetime,
 ) -> None:
+    """One stored run through the pipeline's steps 2-5, pages from the stored Markdown."""
     run_id = store.start_run(now, now, settings)
-    snapshot = store.snapshot(entries, settings, now)
-    first = stage1.decide(entries, snapshot, store.known_entries(entries), settings, now)
-    # like the pipeline: a page this (replayed) store already holds is reused, not
-    # fingerprinted again; only the others come from the stored Markdown, as a fresh scrape
-    known = store.known_pages(scrape.page_keys(first.survivors), settings)
-    pages: dict[tuple[str, str], Page] = {}
-    for candidate in first.survivors:
-        entry = candidate.entry
-        key = (entry.org, candidate.page_key)
-        stored = stored_pages.get((entry.org, entry.feed, entry.entry_id))
-        if key in known:
-            page = (
-                scrape.refingerprint(known[key], settings)
-                if known[key].stale
-                else dataclasses.replace(known[key], status="reused")
-            )
-        elif stored is None:
-            page = Page(
-                url_hash=candidate.page_key,
-                url=entry.url,
-                org=entry.org,
-                status="skipped",
-                no_digest_reason=NOT_SCRAPED,
-            )
-        elif stored.status == "failed":
-            page = dataclasses.replace(stored, url_hash=candidate.page_key)
-        else:
-            page = scrape.fingerprint(
-                dataclasses.replace(stored, url_hash=candidate.page_key), settings
-            )
-        pages.setdefault(key, page)
-    pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
-    final = stage2.finalize(first, stage2.decide(first.survivors, pages, snapshot, settings, now))
+    window, first = pipeline.decide_metadata(store, entries, settings, now)
+    source = _stored_page_source(stored_pages, settings)
+    first, pages = pipeline.scrape_step(store, entries, window, first, settings, now, source)
+    final = pipeline.decide_bodies(first, pages, window.snapshot, settings, now)
     store.persist(run_id, [], first, pages, final, settings, now)
 
 
+def _stored_page_source(
+    stored_pages: dict[tuple[str, str, str], Page], settings: Settings
+) -> pipeline.PageSource:
+    """The replay's page source: like the pipeline, a page this (replayed) store already
+    holds is reused, not fingerprinted again; the others come from the stored Markdown,
+    fingerprinted as a fresh scrape would; a page never scraped is skipped."""
+
+    def source(
+        survivors: list[Candidate], known: dict[tuple[str, str], Page]
+    ) -> dict[tuple[str, str], Page]:
+        pages: dict[tuple[str, str], Page] = {}
+        for candidate in survivors:
+            entry = candidate.entry
+            key = (entry.org, candidate.page_key)
+            stored = stored_pages.get((entry.org, entry.feed, entry.entry_id))
+            if key in known:
+                page = (
+                    scrape.refingerprint(known[key], settings)
+                    if known[key].stale
+                    else dataclasses.replace(known[key], status="reused")
+                )
+            elif stored is None:
+                page = Page(
+                    url_hash=candidate.page_key,
+                    url=entry.url,
+                    org=entry.org,
+                    status="skipped",
+                    no_digest_reason=NOT_SCRAPED,
+                )
+            elif stored.status == "failed":
+                page = dataclasses.replace(stored, url_hash=candidate.page_key)
+            else:
+                page = scrape.fingerprint(
+                    dataclasses.replace(stored, url_hash=candidate.page_key), settings
+                )
+            pages.setdefault(key, page)
+        return pages
+
+    return source
+
+
 def _differences(
-    runs: list[_Run],
+    runs: list[StoredRun],
     original: dict[tuple[str, str], Outcome],
     replayed: dict[tuple[str, str], Outcome],
 ) -> list[Change]:

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from feedmd.models import Decision, FeedResult, Page
-from feedmd.stages.stage1 import Stage1Result
+from feedmd.models import Decision, FeedResult, Page, Stage1Result
 
 if TYPE_CHECKING:
     from feedmd.stages.deliver import Delivered

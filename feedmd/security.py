@@ -26,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import unquote, urlsplit
 
-from feedmd.errors import FetchError
+from feedmd.errors import AddressRefused, FetchError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -39,10 +39,6 @@ _IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 _LOCAL_NAMES = ("localhost", "localhost.")
-
-
-class AddressRefused(FetchError):
-    """A connection to a non-public address was refused (SSRF guard)."""
 
 
 def address_class(address: IPAddress | str) -> str | None:

@@ -32,7 +32,6 @@ from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
@@ -42,14 +41,14 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from feedmd import deliveries, review
+from feedmd import render, review
 from feedmd.config import FeedConfig
-from feedmd.db import connect
 from feedmd.ids import MAX_ID, parse_id
 from feedmd.overrides import FileOutput
 from feedmd.report import RunReport
 from feedmd.review.views import SECURITY_HEADERS as REVIEW_HEADERS
-from feedmd.stages import deliver
+from feedmd.store import Store, connect_store
+from feedmd.store.outputs import FeedRow, hash_token
 from feedmd.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,7 @@ def create_app(
     db_path: str | Path,
     *,
     base_url: str | None = None,
-    page_size: int = deliver.DEFAULT_PAGE_SIZE,
+    page_size: int = render.DEFAULT_PAGE_SIZE,
     scheduler: Scheduler | None = None,
     tick_seconds: float = 15.0,
     output: FileOutput | None = None,
@@ -172,11 +171,11 @@ def create_app(
 
 @contextlib.contextmanager
 def _open(context: _Context) -> Any:
-    db = connect(context.db_path)
+    store = connect_store(context.db_path)
     try:
-        yield db
+        yield store
     finally:
-        db.close()
+        store.close()
 
 
 def _base(context: _Context, request: Request) -> str:
@@ -204,28 +203,28 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _authorised(db: sqlite_utils.Database, org: str, token: str | None) -> bool:
+def _authorised(store: Store, org: str, token: str | None) -> bool:
     """True when ``token`` is a live token of ``org``; every stored hash is compared in
     constant time, so timing tells nothing about how close a guess was."""
     if token is None:
         return False
-    presented = deliveries.hash_token(token).encode()
+    presented = hash_token(token).encode()
     matched = False
-    for stored in deliveries.token_hashes(db, org):
+    for stored in store.token_hashes(org):
         matched |= hmac.compare_digest(presented, stored.encode())
     return matched
 
 
-def _visible_feeds(db: sqlite_utils.Database, token: str | None) -> list[deliveries.FeedRow]:
-    feeds = deliveries.list_feeds(db)
+def _visible_feeds(store: Store, token: str | None) -> list[FeedRow]:
+    feeds = store.list_feeds()
     orgs = {feed.org for feed in feeds if not feed.public}
-    allowed = {org for org in orgs if _authorised(db, org, token)}
+    allowed = {org for org in orgs if _authorised(store, org, token)}
     return [feed for feed in feeds if feed.public or feed.org in allowed]
 
 
 def _landing(context: _Context, request: Request) -> Response:
-    with _open(context) as db:
-        feeds = _visible_feeds(db, _bearer(request))
+    with _open(context) as store:
+        feeds = _visible_feeds(store, _bearer(request))
     base = _base(context, request)
     rows = "\n".join(
         f"<li>{html.escape(feed.title or feed.name)}: "
@@ -247,8 +246,8 @@ def _landing(context: _Context, request: Request) -> Response:
 
 def _health(context: _Context, _request: Request) -> Response:
     try:
-        with _open(context) as db:
-            count = len(deliveries.list_feeds(db))
+        with _open(context) as store:
+            count = len(store.list_feeds())
     except Exception as exc:  # a broken or missing store is what /health reports
         return _error(503, f"store unavailable: {type(exc).__name__}")
     status: dict[str, Any] = {"status": "ok", "feeds": count}
@@ -259,8 +258,8 @@ def _health(context: _Context, _request: Request) -> Response:
 
 def _feed_list(context: _Context, request: Request) -> Response:
     base = _base(context, request)
-    with _open(context) as db:
-        feeds = _visible_feeds(db, _bearer(request))
+    with _open(context) as store:
+        feeds = _visible_feeds(store, _bearer(request))
     return JSONResponse(
         [
             {
@@ -283,18 +282,18 @@ def _document(context: _Context, request: Request, kind: str, fmt: str) -> Respo
     if before_text is not None and before is None:
         return _error(400, f"'before' must be an item id (a whole number from 1 to {MAX_ID})")
     base = _base(context, request)
-    with _open(context) as db:
+    with _open(context) as store:
         if kind == "feed":
-            feed = deliveries.find_feed(db, name)
+            feed = store.find_feed(name)
             if feed is None:
                 return _error(404, f"no feed named {name!r}")
-            org, public, meta = feed.org, feed.public, deliver.feed_meta(feed, base)
+            org, public, meta = feed.org, feed.public, render.feed_meta(feed, base)
         else:
-            orgs = deliveries.list_orgs(db)
+            orgs = store.list_orgs()
             if name not in orgs:
                 return _error(404, f"no org named {name!r}")
-            org, public, meta = name, orgs[name], deliver.org_meta(name, base)
-        if not public and not _authorised(db, org, _bearer(request)):
+            org, public, meta = name, orgs[name], render.org_meta(name, base)
+        if not public and not _authorised(store, org, _bearer(request)):
             return _error(
                 401,
                 f"{kind} {name!r} is private: send 'Authorization: Bearer <token>' with a "
@@ -302,13 +301,13 @@ def _document(context: _Context, request: Request, kind: str, fmt: str) -> Respo
                 {"WWW-Authenticate": 'Bearer realm="feedmd"'},
             )
         query = {"feed": name} if kind == "feed" else {"org": name}
-        items = deliveries.kept_items(db, before=before, limit=context.page_size, **query)
-    meta = deliver.page_meta(meta, items, context.page_size)
+        items = store.kept_items(before=before, limit=context.page_size, **query)
+    meta = render.page_meta(meta, items, context.page_size)
     if fmt == "json":
-        body, media = deliver.json_bytes(deliver.json_feed(meta, items)), JSON_TYPE
+        body, media = render.json_bytes(render.json_feed(meta, items)), JSON_TYPE
     else:
-        body, media = deliver.atom_feed(meta, items), ATOM_TYPE
-    modified = max((item.stored for item in items), default=deliver.EPOCH)
+        body, media = render.atom_feed(meta, items), ATOM_TYPE
+    modified = max((item.stored for item in items), default=render.EPOCH)
     return _conditional(request, body, media, modified, public)
 
 
@@ -513,31 +512,30 @@ def pipeline_scheduler(config: Any, clock: Callable[[], datetime] = utcnow) -> S
     does not poll every feed at once; a feed never fetched is due now.
     """
     from feedmd import pipeline, webhooks
-    from feedmd.db import open_store
-    from feedmd.stages.store import Store
+    from feedmd.store import open_store
 
     def run_org(_org: str, feeds: tuple[FeedConfig, ...]) -> object:
-        store = Store(open_store(config.database))
+        store = open_store(config.database)
         try:
             subset = dataclasses.replace(config, feeds=feeds)
             return pipeline.run(store, subset, force=True)
         finally:
-            store.db.close()
+            store.close()
 
     policy = webhooks.policy_from(config.settings)
 
     def deliver_pass() -> object:
-        db = connect(config.database)
+        store = connect_store(config.database)
         try:
-            return webhooks.deliver_due(db, policy)
+            return webhooks.deliver_due(store, policy)
         finally:
-            db.close()
+            store.close()
 
-    store = Store(open_store(config.database))
+    store = open_store(config.database)
     try:
         specs = store.feed_specs(feed.name for feed in config.feeds)
     finally:
-        store.db.close()
+        store.close()
     first_due = {
         spec.name: spec.last_fetched_at + timedelta(minutes=spec.poll_minutes)
         for spec in specs

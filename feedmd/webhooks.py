@@ -51,14 +51,14 @@ from urllib.parse import urlsplit
 
 import httpcore
 import httpx
-import sqlite_utils
 from standardwebhooks.webhooks import Webhook
 
-from feedmd import deliveries
-from feedmd.config import Config, Settings
-from feedmd.deliveries import EndpointSpec, PendingDelivery
+from feedmd.config import Config
 from feedmd.errors import ConfigError
-from feedmd.stages.deliver import json_item
+from feedmd.render import json_item
+from feedmd.settings import Settings
+from feedmd.store import Store
+from feedmd.store.queue import EndpointSpec, PendingDelivery
 from feedmd.timeutil import iso, utcnow
 
 log = logging.getLogger(__name__)
@@ -312,7 +312,7 @@ def new_message_id() -> str:
 
 
 def enqueue_items(
-    db: sqlite_utils.Database, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
+    store: Store, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
 ) -> int:
     """Queue each kept item for every endpoint of its feed or org: one message per item
     for a per-item endpoint, one per run for a batch endpoint; return new messages.
@@ -320,33 +320,33 @@ def enqueue_items(
     Queuing again is harmless: an item is queued once per endpoint and a run's batch once
     per endpoint, ever (the first queuing's id and body stay).
     """
-    targets = deliveries.endpoints_for_items(db, item_ids)
+    targets = store.endpoints_for_items(item_ids)
     messages = []
-    for item in deliveries.items_by_id(db, list(targets)):
+    for item in store.items_by_id(list(targets)):
         body = payload(json_item(item), now)
         for endpoint_id in targets[item.item_id]:
             messages.append((item.item_id, endpoint_id, new_message_id(), body))
-    queued = deliveries.enqueue(db, messages, now, policy.retry_hours) if messages else 0
-    return queued + _enqueue_batches(db, item_ids, policy, now)
+    queued = store.enqueue(messages, now, policy.retry_hours) if messages else 0
+    return queued + _enqueue_batches(store, item_ids, policy, now)
 
 
 def _enqueue_batches(
-    db: sqlite_utils.Database, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
+    store: Store, item_ids: Sequence[int], policy: WebhookPolicy, now: datetime
 ) -> int:
     """Queue one message per (batch endpoint, run that stored the items) with those items;
     no items, no batch. Returns how many were new."""
-    groups = deliveries.batches_for_items(db, item_ids)
+    groups = store.batches_for_items(item_ids)
     if not groups:
         return 0
     wanted = sorted({item_id for members in groups.values() for item_id in members})
-    items = {item.item_id: item for item in deliveries.items_by_id(db, wanted)}
+    items = {item.item_id: item for item in store.items_by_id(wanted)}
     rendered = {item_id: json_item(item) for item_id, item in items.items()}
     batches = []
     for (endpoint_id, run_id), members in sorted(groups.items()):
         newest_first = sorted(members, key=lambda n: (items[n].published, n), reverse=True)
         body = batch_payload(run_id, [rendered[n] for n in newest_first], now)
         batches.append((endpoint_id, run_id, new_message_id(), body, members))
-    return deliveries.enqueue_batches(db, batches, now, policy.retry_hours)
+    return store.enqueue_batches(batches, now, policy.retry_hours)
 
 
 @dataclass
@@ -369,7 +369,7 @@ class Outcome:
 
 
 def deliver_due(
-    db: sqlite_utils.Database,
+    store: Store,
     policy: WebhookPolicy,
     *,
     now: datetime | None = None,
@@ -391,32 +391,32 @@ def deliver_due(
     own_client = client is None
     client = client or webhook_client(policy)
     try:
-        for endpoint in deliveries.ready_endpoints(db, now):
+        for endpoint in store.ready_endpoints(now):
             try:
                 signer = load_secret(endpoint.secret_env, environ)
             except ConfigError as exc:
                 log.warning("webhook endpoint %s skipped: %s", redact(endpoint.url), exc)
                 continue
             failures = endpoint.consecutive_failures
-            for message in deliveries.due_deliveries(db, endpoint.id, now, batch):
+            for message in store.due_deliveries(endpoint.id, now, batch):
                 # The claim runs from when it is taken, not from the start of the pass: a
                 # long pass must not hand out claims that have already run out.
                 claimed = now + timedelta(seconds=time.monotonic() - started)
                 lease = claimed + timedelta(seconds=claim_seconds(policy))
-                if not deliveries.claim(db, message.id, now, lease):
+                if not store.claim(message.id, now, lease):
                     continue  # another pass has it
                 outcome = post(client, endpoint.url, message, signer, policy.timeout_seconds)
                 if outcome.ok:
-                    deliveries.record_delivered(db, message.id, outcome.http_status or 0, now)
+                    store.record_delivered(message.id, outcome.http_status or 0, now)
                     if failures:
-                        deliveries.record_endpoint_success(db, endpoint.id)
+                        store.record_endpoint_success(endpoint.id)
                         failures = 0
                     result.delivered += 1
                     continue
-                _record_failure(db, endpoint.url, message, outcome, policy, rng, now, result)
+                _record_failure(store, endpoint.url, message, outcome, policy, rng, now, result)
                 pause = now + retry_delay(failures + 1, policy, rng)
-                if deliveries.record_endpoint_failure(
-                    db, endpoint.id, pause, policy.disable_after_failures, now
+                if store.record_endpoint_failure(
+                    endpoint.id, pause, policy.disable_after_failures, now
                 ):
                     result.disabled += 1
                     log.error(
@@ -434,7 +434,7 @@ def deliver_due(
 
 
 def _record_failure(
-    db: sqlite_utils.Database,
+    store: Store,
     url: str,
     message: PendingDelivery,
     outcome: Outcome,
@@ -447,9 +447,7 @@ def _record_failure(
     retry_at = None if now >= message.deadline else now + retry_delay(attempts, policy, rng)
     if retry_at is not None:
         retry_at = min(retry_at, message.deadline)
-    deliveries.record_failed_attempt(
-        db, message.id, outcome.http_status, outcome.error, now, retry_at
-    )
+    store.record_failed_attempt(message.id, outcome.http_status, outcome.error, now, retry_at)
     result.failed_attempts += 1
     if retry_at is None:
         result.gave_up += 1
@@ -516,7 +514,7 @@ def _snippet(response: httpx.Response) -> str:
 
 
 def send_all_kept(
-    db: sqlite_utils.Database,
+    store: Store,
     url: str,
     *,
     secret_env: str = DEFAULT_SECRET_ENV,
@@ -536,16 +534,16 @@ def send_all_kept(
     policy = policy or WebhookPolicy(retry_base_seconds=1.0, retry_max_seconds=4.0)
     now = utcnow()
     item_ids: list[int] = []
-    for org in deliveries.list_orgs(db):
-        deliveries.add_endpoint(db, EndpointSpec(url, "org", org, secret_env), now)
-        item_ids += [item.item_id for item in deliveries.kept_items(db, org=org, limit=10**9)]
-    enqueue_items(db, sorted(item_ids), policy, now)
+    for org in store.list_orgs():
+        store.add_endpoint(EndpointSpec(url, "org", org, secret_env), now)
+        item_ids += [item.item_id for item in store.kept_items(org=org, limit=10**9)]
+    enqueue_items(store, sorted(item_ids), policy, now)
     total = PassResult()
     deadline = time.monotonic() + wait_seconds
     while True:
-        result = deliver_due(db, policy, environ=environ)
+        result = deliver_due(store, policy, environ=environ)
         for name in ("delivered", "failed_attempts", "gave_up", "disabled"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
-        if not deliveries.pending_count(db) or time.monotonic() >= deadline:
+        if not store.pending_count() or time.monotonic() >= deadline:
             return total
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))

@@ -15,10 +15,10 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from feedmd.config import Config, FeedConfig, OutputConfig, Settings
-from feedmd.db import open_store
+from feedmd.config import Config, FeedConfig, OutputConfig
 from feedmd.fixture_server import FixtureServer
-from feedmd.stages.store import Store
+from feedmd.settings import Settings
+from feedmd.store import Store, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -194,9 +194,9 @@ def site(tmp_path: Path) -> Iterator[Site]:
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     """A real, migrated SQLite store in tmp_path."""
-    opened = Store(open_store(tmp_path / "feedmd.db"))
+    opened = open_store(tmp_path / "feedmd.db")
     yield opened
-    opened.db.close()
+    opened.close()
 
 
 def make_config(

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from feedmd.cli import main
-from feedmd.config import Settings
 from feedmd.evaluation.headlines import evaluate_headlines, evaluate_pairs
 from feedmd.evaluation.pages import evaluate_pages
 from feedmd.evaluation.reprints import evaluate_reprints
+from feedmd.settings import Settings
 
 FLOORS = tomllib.loads((Path(__file__).parent / "accuracy_floors.toml").read_text("utf-8"))
 

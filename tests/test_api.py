@@ -32,3 +32,13 @@ def test_public_api_is_exactly_this() -> None:
 def test_errors_form_one_tree() -> None:
     for error in (feedmd.ConfigError, feedmd.StoreError, feedmd.FetchError, feedmd.MigrationError):
         assert issubclass(error, feedmd.FeedmdError)
+
+
+def test_every_deliberate_error_is_in_the_one_tree() -> None:
+    from feedmd import errors
+
+    tree = errors.__doc__ or ""
+    for name, value in vars(errors).items():
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, errors.FeedmdError), name
+            assert name in tree, f"{name} is missing from the tree drawn in errors.py"

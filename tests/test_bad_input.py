@@ -11,7 +11,7 @@ from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, sto
 
 from feedmd.cli import main
 from feedmd.pipeline import run
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 GOOD_TITLE = "Harbour council approves new ferry terminal budget"
 
@@ -22,11 +22,11 @@ def good_feed(site: Site) -> str:
 
 
 def feed_row(store: Store, name: str) -> dict[str, object]:
-    return next(store.db.query("SELECT * FROM feeds WHERE name = ?", [name]))
+    return next(store._db.query("SELECT * FROM feeds WHERE name = ?", [name]))
 
 
 def item_rows(store: Store) -> list[dict[str, object]]:
-    return list(store.db.query("SELECT * FROM items ORDER BY id"))
+    return list(store._db.query("SELECT * FROM items ORDER BY id"))
 
 
 def test_malformed_feed_is_recorded_and_other_feeds_go_on(site: Site, store: Store) -> None:
@@ -146,7 +146,7 @@ def test_non_utf8_page_and_feed_are_decoded(site: Site, store: Store) -> None:
     report = run(store, make_config([("o", "latin", feed)], server), now=at(12))
     assert report.kept == 1 and report.failed == 0
     row = next(
-        store.db.query(
+        store._db.query(
             "SELECT i.title_raw, b.markdown FROM items i JOIN bodies b ON b.id = i.body_id"
         )
     )
@@ -171,7 +171,7 @@ def test_non_html_page_is_recorded_not_parsed(site: Site, store: Store) -> None:
     server = site.start()
     report = run(store, make_config([("o", "a", feed)], server), now=at(12))
     assert report.kept == 1 and report.no_digest == 1
-    body = next(store.db.query("SELECT * FROM bodies"))
+    body = next(store._db.query("SELECT * FROM bodies"))
     assert body["no_digest_reason"] == "not HTML: application/pdf"
     assert body["markdown"] == ""
 
@@ -323,7 +323,7 @@ def _page_outcome(
     )
     assert report.status in ("ok", "partial")
     return next(
-        store.db.query(
+        store._db.query(
             "SELECT i.decision, i.error, b.no_digest_reason, b.digest FROM items i"
             " LEFT JOIN bodies b ON b.id = i.body_id"
         )

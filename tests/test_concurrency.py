@@ -16,11 +16,11 @@ import pytest
 from conftest import FIXTURES
 from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
 
-from feedmd.config import Settings
-from feedmd.db import open_store
 from feedmd.demo import FIRST_RUN_AT
+from feedmd.errors import RunLeaseHeld
 from feedmd.fixture_server import FixtureServer
-from feedmd.stages.store import RunLeaseHeld, Store
+from feedmd.settings import Settings
+from feedmd.store import open_store
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
 
@@ -125,9 +125,9 @@ def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
 ) -> None:
     """In-process: the lease logic itself, with a pid that is gone and a host that is not
     this one (whose only way to end is the expiry)."""
-    store = Store(open_store(tmp_path / "feedmd.db"))
+    store = open_store(tmp_path / "feedmd.db")
     try:
-        store.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
+        store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         settings = Settings(run_lease_wait_seconds=0, run_lease_seconds=60)
         lease = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
         with pytest.raises(RunLeaseHeld, match="holds the lease on org 'o'"):
@@ -138,28 +138,28 @@ def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
             text=True,
             check=True,
         )
-        store.conn.execute("UPDATE run_leases SET pid = ?", (int(dead.stdout),))
+        store._conn.execute("UPDATE run_leases SET pid = ?", (int(dead.stdout),))
         taken = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
         assert taken.abandoned == (lease.run_id,)
-        store.conn.execute("UPDATE run_leases SET host = 'elsewhere'")
+        store._conn.execute("UPDATE run_leases SET host = 'elsewhere'")
         with pytest.raises(RunLeaseHeld, match="on elsewhere"):
             store.start_leased_run(["o"], FIRST_RUN_AT, settings)
-        store.conn.execute("UPDATE run_leases SET expires_at = '2000-01-01T00:00:00Z'")
+        store._conn.execute("UPDATE run_leases SET expires_at = '2000-01-01T00:00:00Z'")
         again = store.start_leased_run(["o"], FIRST_RUN_AT, settings)
         assert again.abandoned == (taken.run_id,)
         store.release_lease(again, completed=True)
-        assert store.conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0] == 0
+        assert store._conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0] == 0
     finally:
-        store.db.close()
+        store.close()
 
 
 def test_a_waiting_run_gets_the_lease_when_the_holder_ends(tmp_path: Path) -> None:
-    store = Store(open_store(tmp_path / "feedmd.db"))
-    other = Store(open_store(tmp_path / "feedmd.db"))
+    store = open_store(tmp_path / "feedmd.db")
+    other = open_store(tmp_path / "feedmd.db")
     try:
-        store.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
+        store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         holder = store.start_leased_run(["o"], FIRST_RUN_AT, Settings())
-        store.conn.execute(
+        store._conn.execute(
             "UPDATE run_leases SET expires_at = ?",
             ((time_in(2.0)),),
         )
@@ -168,8 +168,8 @@ def test_a_waiting_run_gets_the_lease_when_the_holder_ends(tmp_path: Path) -> No
         assert 0.5 < time.monotonic() - started < 5
         assert waited.abandoned == (holder.run_id,)
     finally:
-        store.db.close()
-        other.db.close()
+        store.close()
+        other.close()
 
 
 def time_in(seconds: float) -> str:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from feedmd.config import SETTING_FIELDS, Settings, load_config
-from feedmd.db import open_store
+from feedmd.config import load_config
 from feedmd.errors import ConfigError
-from feedmd.stages.store import Store
+from feedmd.settings import SETTING_FIELDS, Settings
+from feedmd.store import open_store
 
 FEEDS = """
 [[orgs]]
@@ -192,7 +192,7 @@ def test_one_feed_name_in_two_orgs_of_two_files_on_one_store_is_refused(tmp_path
     second_path = tmp_path / "second.toml"
     second_path.write_text(FEEDS.replace('"newsroom"', '"sports"'))
     second = load_config(second_path, environ={})
-    store = Store(open_store(tmp_path / "feedmd.db"))
+    store = open_store(tmp_path / "feedmd.db")
     try:
         store.sync_feeds(first)
         with pytest.raises(ConfigError) as caught:
@@ -204,4 +204,4 @@ def test_one_feed_name_in_two_orgs_of_two_files_on_one_store_is_refused(tmp_path
         assert store.feed_org("pope") == "newsroom"
         store.sync_feeds(first)  # the owner's config still works
     finally:
-        store.db.close()
+        store.close()

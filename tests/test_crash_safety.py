@@ -38,9 +38,10 @@ DRIVER = textwrap.dedent("""\
     import os, signal, sys, json
     from pathlib import Path
     from feedmd.demo import demo_config, FIRST_RUN_AT
-    from feedmd.db import open_store
+    from feedmd.store import open_store
     from feedmd.pipeline import run
-    from feedmd.stages.store import Store, RunLeaseHeld
+    from feedmd.errors import RunLeaseHeld
+    from feedmd.store import Store
 
     fixtures, out, proxy, wait = sys.argv[1:5]
     overrides = {
@@ -83,7 +84,7 @@ DRIVER = textwrap.dedent("""\
             return held(*args, **kwargs)
 
         setattr(Store, name, paused)
-    store = Store(open_store(config.database))
+    store = open_store(config.database)
     print("ready", flush=True)
     try:
         report = run(store, config, now=FIRST_RUN_AT, force=True, output_dir=out)

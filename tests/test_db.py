@@ -9,15 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from feedmd.cli import main
-from feedmd.db import (
+from feedmd.errors import MigrationError, StoreError
+from feedmd.store.schema import (
     Migration,
     applied_migrations,
     available_migrations,
     connect,
-    open_store,
+    open_database,
     split_statements,
 )
-from feedmd.errors import MigrationError, StoreError
 
 
 def tables(db_path: Path) -> set[str]:
@@ -31,7 +31,7 @@ def tables(db_path: Path) -> set[str]:
 
 
 def test_fresh_store_has_every_table_and_wal(tmp_path: Path) -> None:
-    db = open_store(tmp_path / "f.db")
+    db = open_database(tmp_path / "f.db")
     assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     db.close()
@@ -47,10 +47,10 @@ def test_fresh_store_has_every_table_and_wal(tmp_path: Path) -> None:
 
 
 def test_reopening_applies_nothing(tmp_path: Path) -> None:
-    first = open_store(tmp_path / "f.db")
+    first = open_database(tmp_path / "f.db")
     applied = applied_migrations(first)
     first.close()
-    again = open_store(tmp_path / "f.db")
+    again = open_database(tmp_path / "f.db")
     assert applied_migrations(again) == applied
     assert list(applied) == [m.name for m in available_migrations()]
     again.close()
@@ -60,14 +60,14 @@ def test_failing_migration_leaves_nothing_half_applied(tmp_path: Path) -> None:
     good = Migration("0001_good", "CREATE TABLE a (x INTEGER);")
     bad = Migration("0002_bad", "CREATE TABLE b (x INTEGER);\nINSERT INTO nowhere VALUES (1);")
     with pytest.raises(MigrationError, match="0002_bad failed and was rolled back"):
-        open_store(tmp_path / "f.db", [good, bad])
+        open_database(tmp_path / "f.db", [good, bad])
     assert "a" in tables(tmp_path / "f.db")
     assert "b" not in tables(tmp_path / "f.db")
     db = connect(tmp_path / "f.db")
     assert list(applied_migrations(db)) == ["0001_good"]
     db.close()
     fixed = Migration("0002_bad", "CREATE TABLE b (x INTEGER);")
-    open_store(tmp_path / "f.db", [good, fixed]).close()
+    open_database(tmp_path / "f.db", [good, fixed]).close()
     assert "b" in tables(tmp_path / "f.db")
 
 
@@ -80,7 +80,7 @@ def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError):
-        open_store(path)
+        open_database(path)
 
 
 def test_migrate_list_shows_pending_then_applied(tmp_path: Path) -> None:
@@ -105,8 +105,8 @@ def test_processes_opening_one_new_store_together_all_succeed(tmp_path: Path) ->
     db = tmp_path / "shared.db"
     start = time.time() + 2.0  # every process opens at the same moment (imports done)
     code = (
-        "import time; from feedmd.db import open_store; "
-        f"time.sleep(max(0.0, {start} - time.time())); open_store({str(db)!r}).close()"
+        "import time; from feedmd.store.schema import open_database; "
+        f"time.sleep(max(0.0, {start} - time.time())); open_database({str(db)!r}).close()"
     )
     procs = [
         subprocess.Popen(

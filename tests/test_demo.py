@@ -15,8 +15,8 @@ from conftest import FIXTURES
 
 from feedmd.cli import main
 from feedmd.config import load_config
-from feedmd.db import connect
 from feedmd.demo import DemoResult, run_demo
+from feedmd.store.schema import connect
 
 SCENARIOS = json.loads((FIXTURES / "expected" / "scenarios.json").read_text())
 FEED_NAMES = {feed.url: feed.name for feed in load_config(FIXTURES / "demo.toml", environ={}).feeds}

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from feedmd.cli import main
-from feedmd.config import SETTING_FIELDS
+from feedmd.settings import SETTING_FIELDS
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 

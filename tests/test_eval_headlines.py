@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from conftest import EVAL
 
 from feedmd.cli import main
-from feedmd.config import Settings
+from feedmd.errors import EvalDataError
 from feedmd.evaluation.headlines import (
-    EvalDataError,
     LabelledHeadline,
     evaluate_headlines,
     evaluate_pairs,
     score_headlines,
 )
+from feedmd.settings import Settings
 
 
 def row(id_: str, story: str, title: str = "t", minute: int = 0) -> LabelledHeadline:

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from conftest import EVAL, article_html
 
-from feedmd.config import Settings
-from feedmd.errors import FeedmdError
-from feedmd.evaluation.headlines import EvalDataError
+from feedmd.errors import EvalDataError, FeedmdError
 from feedmd.evaluation.pages import evaluate_pages, score_page, shingles, summarise
+from feedmd.settings import Settings
 
 PAGES = EVAL / "pages"
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedmd.config import Settings
 from feedmd.models import FeedResult, FeedSpec, Page
+from feedmd.settings import Settings
 from feedmd.stages.fetch import parse_feed
 from feedmd.stages.scrape import extract_page
 

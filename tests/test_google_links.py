@@ -8,7 +8,7 @@ from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, sto
 from google_double import GoogleDouble
 
 from feedmd.pipeline import run
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 TITLE = "Harbour council approves new ferry terminal budget"
 
@@ -44,7 +44,7 @@ def test_links_resolve_once_and_unresolvable_ones_go_on(site: Site, store: Store
         report = run(store, config, now=at(12))
         assert google.count("page", article_id) == 1
         assert google.count("batchexecute", article_id) == 1
-        rows = {row["entry_id"]: row for row in store.db.query("SELECT * FROM items")}
+        rows = {row["entry_id"]: row for row in store._db.query("SELECT * FROM items")}
         assert rows["a-1"]["url_raw"] == publisher
         assert rows["a-1"]["link_resolution"] == "google-news-batchexecute"
         assert rows["b-1"]["url_raw"] == publisher
@@ -63,5 +63,5 @@ def test_links_resolve_once_and_unresolvable_ones_go_on(site: Site, store: Store
         run(store, config_c, now=at(13))
         assert google.count("page", article_id) == 1
         assert google.count("batchexecute", article_id) == 1
-        row = next(store.db.query("SELECT * FROM items WHERE entry_id = 'c-1'"))
+        row = next(store._db.query("SELECT * FROM items WHERE entry_id = 'c-1'"))
         assert row["url_raw"] == publisher

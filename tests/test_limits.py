@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.models import FeedSpec
 from feedmd.pipeline import run
+from feedmd.settings import Settings
 from feedmd.stages.fetch import parse_feed
 from feedmd.stages.http import BoundedDecoder, Fetcher
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 NOW = datetime(2026, 10, 12, 12, tzinfo=UTC)
 FEED = FeedSpec(name="f", org="o", url="http://feeds.example/f.xml", poll_minutes=15)
@@ -212,8 +212,8 @@ def test_feeds_past_the_page_budget_wait_for_the_next_run(site: Site, store: Sto
     )
     report = run(store, config, now=at(12))
     assert report.feeds_deferred == 1 and report.scraped == 3 and report.kept == 3
-    deferred = next(store.db.query("SELECT last_fetched_at FROM feeds WHERE name = 'beta'"))
+    deferred = next(store._db.query("SELECT last_fetched_at FROM feeds WHERE name = 'beta'"))
     assert deferred["last_fetched_at"] is None  # untouched: due again at once
     report = run(store, config, now=at(12, 5))
     assert report.feeds_deferred == 0 and report.scraped == 3 and report.kept == 3
-    assert next(store.db.query("SELECT COUNT(*) AS n FROM items"))["n"] == 6
+    assert next(store._db.query("SELECT COUNT(*) AS n FROM items"))["n"] == 6

@@ -23,12 +23,12 @@ import httpx
 from click.testing import CliRunner
 from conftest import Site, article_html, at, make_config, story
 
+from feedmd import render
 from feedmd.cli_delivery import export_command
 from feedmd.config import OutputConfig
 from feedmd.demo import run_demo
 from feedmd.pipeline import run
-from feedmd.stages import deliver
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
@@ -147,9 +147,9 @@ def test_summary_is_plain_text(site: Site, store: Store, tmp_path: Path) -> None
 
 
 def test_plain_text_of_markdown_and_html() -> None:
-    assert deliver.plain_text("<p>One<br>two</p><style>p{}</style>") == "One two"
-    assert deliver.plain_text("A &lt;b&gt; tag, a &amp;") == "A <b> tag, a &"
-    assert deliver.plain_text(deliver.render_html("A [link](http://x.example) and **bold**")) == (
+    assert render.plain_text("<p>One<br>two</p><style>p{}</style>") == "One two"
+    assert render.plain_text("A &lt;b&gt; tag, a &amp;") == "A <b> tag, a &"
+    assert render.plain_text(render.render_html("A [link](http://x.example) and **bold**")) == (
         "A link and bold"
     )
 

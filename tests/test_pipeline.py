@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+from conftest import (
+    FeedItemSpec,
+    Site,
+    article_html,
+    at,
+    fixture_bodies,
+    make_config,
+    rss,
+    story,
+)
 
 from feedmd.pipeline import run
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station Six"
@@ -16,7 +25,7 @@ POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station 
 
 def items(store: Store) -> dict[str, dict[str, object]]:
     """Stored items by title (raw), as dicts."""
-    rows = store.db.query(
+    rows = store._db.query(
         "SELECT i.*, f.name AS feed FROM items i JOIN feeds f ON f.id = i.feed_id ORDER BY i.id"
     )
     return {f"{row['feed']}|{row['title_raw']}": row for row in rows}
@@ -91,7 +100,7 @@ def _two_runs_same_headline(
         rss([FeedItemSpec(POPE, first, at(1)), FeedItemSpec(POPE, second, later, guid="second")]),
     )
     run(store, config, now=later + timedelta(minutes=30))
-    return [row["decision"] for row in store.db.query("SELECT decision FROM items ORDER BY id")]
+    return [row["decision"] for row in store._db.query("SELECT decision FROM items ORDER BY id")]
 
 
 def test_item_outside_the_dedup_window_is_not_compared(site: Site, store: Store) -> None:
@@ -157,7 +166,7 @@ def test_scraped_page_is_reused_within_an_org_but_not_across_orgs(site: Site, st
     assert report.scraped == 1
     assert server.count("one.example/story") == 2
     # the other org's request was conditional: a 304 reused the stored copy's Markdown
-    bodies = list(store.db.query("SELECT http_status, markdown, digest FROM bodies ORDER BY id"))
+    bodies = list(store._db.query("SELECT http_status, markdown, digest FROM bodies ORDER BY id"))
     assert [b["http_status"] for b in bodies] == [200, 304]
     assert bodies[0]["markdown"] == bodies[1]["markdown"] and bodies[1]["digest"]
 
@@ -214,3 +223,41 @@ def test_report_counts_every_outcome(site: Site, store: Store) -> None:
     assert second.feeds_not_modified == 1
     assert second.new == 0 and second.scraped == 0
     assert second.status == "ok"
+
+
+BRIEFING = "Morning briefing: what you need to know today"
+
+
+def _recurring_title_over_two_runs(site: Site, store: Store, same_body: bool) -> list[tuple]:
+    """One publisher's 'Morning briefing' on two days: stored by the first run, its
+    recurring title met by the second, which confirms it on the body."""
+    bodies = fixture_bodies()
+    monday = site.put(
+        "http://daily.example/briefing/mon", article_html(BRIEFING, bodies["pope-cp-wire"])
+    )
+    body = bodies["pope-cp-wire"] if same_body else bodies["decart-wire"]
+    tuesday = site.put("http://www.daily.example/briefing/tue", article_html(BRIEFING, body))
+    feed = site.put("http://feeds.example/a.xml", rss([FeedItemSpec(BRIEFING, monday, at(1))]))
+    server = site.start()
+    config = make_config([("org", "a", feed)], server)
+    run(store, config, now=at(2))
+    site.put(
+        feed,
+        rss([FeedItemSpec(BRIEFING, monday, at(1)), FeedItemSpec(BRIEFING, tuesday, at(9), "t")]),
+    )
+    run(store, config, now=at(10))
+    assert server.count("daily.example/briefing/tue") == 1  # scraped to confirm
+    return store._db.execute("SELECT decision, stage, rule FROM items ORDER BY id").fetchall()
+
+
+def test_a_recurring_title_with_another_body_is_kept_across_runs(site: Site, store: Store) -> None:
+    rows = _recurring_title_over_two_runs(site, store, same_body=False)
+    assert rows == [("kept", "stage2", None), ("kept", "stage2", None)]
+
+
+def test_a_recurring_title_with_the_same_body_is_a_duplicate_across_runs(
+    site: Site, store: Store
+) -> None:
+    rows = _recurring_title_over_two_runs(site, store, same_body=True)
+    assert rows[0] == ("kept", "stage2", None)
+    assert rows[1][:2] == ("duplicate", "stage2")

@@ -79,14 +79,14 @@ def _items(db: Path) -> int:
 
 
 def test_a_reviewers_override_stands_in_a_replay(tmp_path: Path) -> None:
-    from feedmd.db import connect
     from feedmd.overrides import restore
+    from feedmd.store import connect_store
     from feedmd.timeutil import utcnow
 
     db_path = run_demo(tmp_path / "demo", echo=lambda _: None).database
-    db = connect(db_path)
+    db = connect_store(db_path)
     try:
-        (item_id,) = db.conn.execute(
+        (item_id,) = db._conn.execute(
             "SELECT id FROM items WHERE decision = 'duplicate' AND stage = 'stage1'"
             " ORDER BY id LIMIT 1"
         ).fetchone()

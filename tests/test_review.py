@@ -19,12 +19,12 @@ import httpx
 import pytest
 from test_serve import serving
 
-from feedmd import deliveries, overrides
-from feedmd.db import open_store
-from feedmd.deliveries import EndpointSpec
+from feedmd import overrides
 from feedmd.demo import run_demo
 from feedmd.review import chart, passages, queries
 from feedmd.server import create_app
+from feedmd.store import open_store
+from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
 
 
@@ -46,7 +46,7 @@ def item_id(db_path: Path, publisher: str, title_start: str) -> int:
     """The id of the demo item of ``publisher`` whose title starts with ``title_start``."""
     db = open_store(db_path)
     try:
-        row = db.conn.execute(
+        row = db._conn.execute(
             "SELECT id FROM items WHERE publisher = ? AND title_raw LIKE ?",
             (publisher, f"{title_start}%"),
         ).fetchone()
@@ -81,7 +81,7 @@ class Site:
         corrections need one, even on the demo's public orgs."""
         db = open_store(self.db_path)
         try:
-            token = deliveries.create_token(db, org, label, utcnow())
+            token = db.create_token(org, label, utcnow())
         finally:
             db.close()
         assert token is not None
@@ -92,7 +92,7 @@ class Site:
     def query(self, sql: str, *params: object) -> list[tuple[object, ...]]:
         db = open_store(self.db_path)
         try:
-            return db.conn.execute(sql, params).fetchall()
+            return db._conn.execute(sql, params).fetchall()
         finally:
             db.close()
 
@@ -101,8 +101,8 @@ class Site:
 def site(demo_db: Path, tmp_path: Path) -> Iterator[Site]:
     db_path = copy_db(demo_db, tmp_path / "feedmd.db")
     db = open_store(db_path)  # applies 0008 if the demo store predates it
-    deliveries.add_endpoint(
-        db, EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()
+    db.add_endpoint(
+        EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()
     )
     db.close()
     out = tmp_path / "out"
@@ -370,9 +370,9 @@ def test_cross_site_forms_are_refused(site: Site) -> None:
 def test_a_private_org_needs_its_token(site: Site) -> None:
     copy = item_id(site.db_path, "KXLT 7 News", "Pope Leo will have surgery")
     db = open_store(site.db_path)
-    deliveries.set_public(db, {name: False for name in ("pope-leo", "markets", "metro")})
-    token = deliveries.create_token(db, "newsroom", "alice", utcnow())
-    stale = deliveries.create_token(db, "newsroom", "bob", utcnow())
+    db.set_public({name: False for name in ("pope-leo", "markets", "metro")})
+    token = db.create_token("newsroom", "alice", utcnow())
+    stale = db.create_token("newsroom", "bob", utcnow())
     db.close()
     assert token and stale
 
@@ -407,8 +407,8 @@ def test_a_private_org_needs_its_token(site: Site) -> None:
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/review" in cookie
     assert "Signed in to <strong>newsroom</strong> as bob" in site.http.get("/review").text
     db = open_store(site.db_path)
-    (stale_id,) = [row[0] for row in deliveries.list_tokens(db) if row[2] == "bob"]
-    deliveries.revoke_token(db, stale_id, utcnow())
+    (stale_id,) = [row[0] for row in db.list_tokens() if row[2] == "bob"]
+    db.revoke_token(stale_id, utcnow())
     db.close()
     assert site.http.get(f"/review/items/{copy}").status_code == 401  # revoked: signed out
     out = site.post("/review/logout", {}, follow_redirects=False)
@@ -450,9 +450,9 @@ def test_corrections_on_a_public_org_need_a_token_of_it(site: Site) -> None:
     )
     assert wrong.status_code == 401
     db = open_store(site.db_path)
-    with db.conn:
-        db.conn.execute("INSERT INTO orgs (name, created_at) VALUES ('elsewhere', '2026-10-12')")
-    other = deliveries.create_token(db, "elsewhere", "mallory", utcnow())
+    with db._conn:
+        db._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('elsewhere', '2026-10-12')")
+    other = db.create_token("elsewhere", "mallory", utcnow())
     db.close()
     foreign = site.http.post(
         path, data={}, headers={"Authorization": f"Bearer {other}"}, follow_redirects=False

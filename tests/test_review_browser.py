@@ -26,10 +26,9 @@ from playwright.sync_api import Page, sync_playwright
 from test_review import item_id
 from test_serve import serving
 
-from feedmd import deliveries
-from feedmd.db import open_store
 from feedmd.demo import run_demo
 from feedmd.server import create_app
+from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,7 +70,7 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
     database = run_demo(tmp_path / "demo", echo=lambda _: None).database
     copy = item_id(database, "KXLT 7 News", "Pope Leo will have surgery")
     db = open_store(database)
-    token = deliveries.create_token(db, "newsroom", "reviewer", utcnow())
+    token = db.create_token("newsroom", "reviewer", utcnow())
     db.close()
     assert token is not None
     reprint = item_id(database, "ByteLedger", "Amazon eyes Decart")

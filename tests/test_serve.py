@@ -30,12 +30,11 @@ import uvicorn
 from click.testing import CliRunner
 from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rss, story
 
-from feedmd import deliveries
 from feedmd.cli_delivery import tokens_group
 from feedmd.config import FeedConfig
 from feedmd.pipeline import run
 from feedmd.server import Scheduler, create_app, pipeline_scheduler
-from feedmd.stages.store import Store
+from feedmd.store import Store
 from feedmd.timeutil import utcnow
 
 SCHEMA = json.loads((REPO / "tests" / "jsonfeed_schema.json").read_text())
@@ -62,8 +61,8 @@ def populate(site: Site, store: Store) -> str:
     )
     config = make_config([("pub", "a", a), ("priv", "b", b)], site.start())
     run(store, config, now=at(12))
-    deliveries.set_public(store.db, {"a": True, "b": False})
-    token = deliveries.create_token(store.db, "priv", "test", utcnow())
+    store.set_public({"a": True, "b": False})
+    token = store.create_token("priv", "test", utcnow())
     assert token is not None
     return token
 
@@ -232,14 +231,14 @@ def test_unknown_feeds_404_and_private_feeds_need_their_orgs_token(
     assert good.status_code == 200 and len(good.json()["items"]) == 1
     assert good.headers["cache-control"].startswith("private")
     assert http.get("/orgs/priv.atom").status_code == 401
-    other = deliveries.create_token(store.db, "pub", "", utcnow())
+    other = store.create_token("pub", "", utcnow())
     wrong_org = http.get("/feeds/b.json", headers={"Authorization": f"Bearer {other}"})
     assert wrong_org.status_code == 401
-    token_id = deliveries.list_tokens(store.db)[0][0]
-    assert deliveries.revoke_token(store.db, token_id, utcnow())
+    token_id = store.list_tokens()[0][0]
+    assert store.revoke_token(token_id, utcnow())
     revoked = http.get("/feeds/b.json", headers={"Authorization": f"Bearer {token}"})
     assert revoked.status_code == 401
-    stored = "\n".join(store.db.conn.iterdump())
+    stored = "\n".join(store._conn.iterdump())
     assert token not in stored  # only its hash is kept
 
 
@@ -329,7 +328,7 @@ def test_the_pipeline_scheduler_runs_due_feeds_for_real(
     try:
         assert scheduler.tick() == ["a"]
         scheduler.wait_idle()
-        assert len(deliveries.kept_items(store.db, feed="a")) == 1
+        assert len(store.kept_items(feed="a")) == 1
         restarted = pipeline_scheduler(config, clock=clock)  # due at last fetch + 15 min
         assert restarted.tick() == []
         clock.advance(15)

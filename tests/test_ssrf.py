@@ -16,12 +16,12 @@ from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, at, make_config, rss
 
 from feedmd.cli import main
-from feedmd.config import Settings
-from feedmd.errors import FetchError
+from feedmd.errors import AddressRefused, FetchError
 from feedmd.pipeline import run
-from feedmd.security import AddressRefused, address_class, check_url, numeric_host
+from feedmd.security import address_class, check_url, numeric_host
+from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 REFUSED = {
     "127.0.0.1": "loopback address",
@@ -225,7 +225,7 @@ def test_refusals_are_recorded_on_the_feed_and_on_the_item(
         "inward": "fetch failed: refused to connect to 127.0.0.1 (loopback address);"
         " set allow_private_addresses to allow it"
     }
-    row = next(store.db.query("SELECT decision, error FROM items"))
+    row = next(store._db.query("SELECT decision, error FROM items"))
     assert row["decision"] == "failed"
     assert row["error"] == (
         "scrape failed: refused to connect to 10.20.30.40 (private address) (intranet.test);"
@@ -254,7 +254,8 @@ def test_no_secret_is_printed_by_feedmd_settings_or_stored_with_a_run() -> None:
     """Settings named like a secret, and the password of a proxy URL, are never shown by
     `feedmd settings` (text, JSON or the reference table) nor kept in the settings a run
     stores (``Settings.describe``)."""
-    from feedmd.config import SETTING_FIELDS, load_config
+    from feedmd.config import load_config
+    from feedmd.settings import SETTING_FIELDS
 
     secret_like = [n for n in SETTING_FIELDS if any(word in n for word in SECRET_WORDS)]
     env = {

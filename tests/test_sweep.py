@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from feedmd.cli import main
-from feedmd.config import Settings
 from feedmd.errors import ConfigError
 from feedmd.evaluation.sweep import Sources, parse_grid, points, sweep
+from feedmd.settings import Settings
 
 PAIRS = [
     # Jaccard 3/5 = 0.6: same at 0.6, not at 0.7 (4 tokens: containment does not apply)

@@ -28,14 +28,14 @@ from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 from standardwebhooks.webhooks import Webhook
 
-from feedmd import deliveries, webhooks
+from feedmd import render, webhooks
 from feedmd.cli_delivery import deliveries_group, export_command
 from feedmd.config import SETTING_FIELDS, Config, WebhookConfig
-from feedmd.db import connect
 from feedmd.errors import ConfigError
 from feedmd.pipeline import run
 from feedmd.stages import deliver
-from feedmd.stages.store import Store
+from feedmd.store import Store, connect_store
+from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
 
 SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
@@ -189,7 +189,7 @@ def deliver_with_hooks(store: Store, config: Config, run_id: int, *hooks: Hook) 
     hooked = HookedConfig(
         settings=config.settings, feeds=config.feeds, output=config.output, webhooks=hooks
     )
-    kept = sorted(item.item_id for item in deliveries.kept_items(store.db, feed="a"))
+    kept = sorted(item.item_id for item in store.kept_items(feed="a"))
     deliver.deliver(store, hooked, run_id, kept, at(12))
     return kept
 
@@ -203,19 +203,19 @@ def test_signed_messages_are_retried_with_stable_ids_until_delivered(
         store, config, run_id, Hook(receiver.url, "org"), Hook(receiver.url, "org", feed="b")
     )
     assert len(receiver.seen) == 1  # 500: the endpoint is paused for the rest of the pass
-    first = deliveries.list_deliveries(store.db)
+    first = store.list_deliveries()
     assert {(r.item_id, r.status, r.attempts) for r in first} == {
         (kept[0], "pending", 1),
         (kept[1], "pending", 0),
     }
     assert next(r for r in first if r.attempts).last_http_status == 500
 
-    store.db.close()  # a restart: everything needed is in the store
-    db = connect(tmp_path / "feedmd.db")
+    store.close()  # a restart: everything needed is in the store
+    db = connect_store(tmp_path / "feedmd.db")
     later = utcnow() + timedelta(hours=1)
     result = webhooks.deliver_due(db, FAST, now=later)
     assert (result.delivered, result.failed_attempts) == (0, 1)  # the closed connection
-    assert "RemoteProtocolError" in (deliveries.list_deliveries(db)[0].last_error or "")
+    assert "RemoteProtocolError" in (db.list_deliveries()[0].last_error or "")
     result = webhooks.deliver_due(db, FAST, now=later + timedelta(hours=1))
     assert (result.delivered, result.failed_attempts) == (2, 0)
 
@@ -227,18 +227,16 @@ def test_signed_messages_are_retried_with_stable_ids_until_delivered(
     assert len(by_id) == 2 and all(len(set(bodies)) == 1 for bodies in by_id.values())
     assert all(seen["path"] == "/hook?token=abc" for seen in receiver.seen)
 
-    rows = deliveries.list_deliveries(db)
+    rows = db.list_deliveries()
     assert {(r.status, r.attempts, r.last_error) for r in rows} == {("delivered", 2, None)}
-    assert deliveries.list_endpoints(db)[0].consecutive_failures == 0
+    assert db.list_endpoints()[0].consecutive_failures == 0
     message = json.loads(receiver.seen[-1]["body"])
     assert message["type"] == "item.kept"
-    item = deliveries.items_by_id(db, [message["data"]["_feedmd"]["canonical_item_id"]])[0]
-    assert message["data"] == deliver.json_item(item)  # the JSON Feed's item object
-    assert deliveries.pending_count(db) == 0
-    store.db = db
-    store.conn = db.conn
-    deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
-    assert len(deliveries.list_deliveries(db)) == 2  # queued once per item and endpoint
+    item = db.items_by_id([message["data"]["_feedmd"]["canonical_item_id"]])[0]
+    assert message["data"] == render.json_item(item)  # the JSON Feed's item object
+    assert db.pending_count() == 0
+    deliver_with_hooks(db, config, run_id, Hook(receiver.url, "org"))
+    assert len(db.list_deliveries()) == 2  # queued once per item and endpoint
 
 
 def test_a_hanging_endpoint_costs_one_timeout_per_pass(
@@ -247,19 +245,17 @@ def test_a_hanging_endpoint_costs_one_timeout_per_pass(
     stored_day(site, store)
     receiver.default = "hang"
     now = utcnow()
-    deliveries.add_endpoint(
-        store.db, deliveries.EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now
-    )
-    kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
-    assert webhooks.enqueue_items(store.db, kept, FAST, now) == 2
+    store.add_endpoint(EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now)
+    kept = [item.item_id for item in store.kept_items(feed="a")]
+    assert webhooks.enqueue_items(store, kept, FAST, now) == 2
     started = time.monotonic()
     policy = webhooks.WebhookPolicy(timeout_seconds=0.3)
-    result = webhooks.deliver_due(store.db, policy, now=now)
+    result = webhooks.deliver_due(store, policy, now=now)
     assert result.failed_attempts == 1 and len(receiver.seen) == 1
     assert time.monotonic() - started < 2  # one timeout, not one per message
-    errors = {r.last_error for r in deliveries.list_deliveries(store.db) if r.attempts}
+    errors = {r.last_error for r in store.list_deliveries() if r.attempts}
     assert any(error and "timed out" in error for error in errors)
-    assert {r.status for r in deliveries.list_deliveries(store.db)} == {"pending"}
+    assert {r.status for r in store.list_deliveries()} == {"pending"}
 
 
 def test_a_redirect_is_not_followed(site: Site, store: Store, receiver: Receiver) -> None:
@@ -267,7 +263,7 @@ def test_a_redirect_is_not_followed(site: Site, store: Store, receiver: Receiver
     receiver.plan = ["redirect"]
     deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
     assert [seen["path"] for seen in receiver.seen] == ["/hook?token=abc"]
-    row = next(r for r in deliveries.list_deliveries(store.db) if r.attempts)
+    row = next(r for r in store.list_deliveries() if r.attempts)
     assert row.last_http_status == 307
     where = receiver.url.split("/hook")[0] + "/elsewhere"
     assert row.last_error == f"HTTP 307 redirect to {where} not followed"
@@ -279,9 +275,9 @@ def test_a_message_is_given_up_after_the_retry_window(
     config, run_id = stored_day(site, store)
     receiver.default = 500
     deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
-    result = webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=25))
+    result = webhooks.deliver_due(store, FAST, now=utcnow() + timedelta(hours=25))
     assert result.gave_up == 1
-    statuses = sorted(r.status for r in deliveries.list_deliveries(store.db))
+    statuses = sorted(r.status for r in store.list_deliveries())
     assert statuses == ["failed", "pending"]
 
 
@@ -295,9 +291,9 @@ def test_an_endpoint_is_disabled_after_a_run_of_failures_and_enabled_again(
     now = utcnow()
     disabled = 0
     for hour in (1, 2, 3):
-        disabled += webhooks.deliver_due(store.db, policy, now=now + timedelta(hours=hour)).disabled
+        disabled += webhooks.deliver_due(store, policy, now=now + timedelta(hours=hour)).disabled
     assert disabled == 1 and len(receiver.seen) == 3  # step 6's attempt and two retries
-    webhooks.deliver_due(store.db, policy, now=now + timedelta(hours=4))
+    webhooks.deliver_due(store, policy, now=now + timedelta(hours=4))
     assert len(receiver.seen) == 3  # disabled: nothing sent, nothing lost
 
     db_args = ["--db", str(tmp_path / "feedmd.db")]
@@ -309,7 +305,7 @@ def test_an_endpoint_is_disabled_after_a_run_of_failures_and_enabled_again(
     assert enabled.exit_code == 0, enabled.output
     assert "2 messages due now" in enabled.output
     receiver.default = 200
-    assert webhooks.deliver_due(store.db, policy).delivered == 2
+    assert webhooks.deliver_due(store, policy).delivered == 2
     as_json = json.loads(CliRunner().invoke(deliveries_group, [*db_args, "--json"]).stdout)
     assert {d["status"] for d in as_json["deliveries"]} == {"delivered"}
 
@@ -328,14 +324,14 @@ def test_the_secret_is_never_logged_stored_or_exported(
     receiver.plan, receiver.default = [200, "close", "redirect"], 500
     deliver_with_hooks(store, config, run_id, Hook(receiver.url, "org"))
     for hours in (1, 2, 3, 4):
-        webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=hours))
+        webhooks.deliver_due(store, FAST, now=utcnow() + timedelta(hours=hours))
     monkeypatch.setenv(SECRET_ENV, secret.removeprefix("whsec_"))  # malformed: named only
-    webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=5))
+    webhooks.deliver_due(store, FAST, now=utcnow() + timedelta(hours=5))
     assert f"webhook secret in {SECRET_ENV} must look like whsec_<base64>" in caplog.text
     db_args = ["--db", str(tmp_path / "feedmd.db")]
     exported = CliRunner().invoke(export_command, [*db_args, "--feed", "a"]).output
     listed = CliRunner().invoke(deliveries_group, [*db_args, "--json"]).output
-    dump = "\n".join(store.db.conn.iterdump())
+    dump = "\n".join(store._conn.iterdump())
     key = secret.removeprefix("whsec_")
     for text in (caplog.text, exported, listed, dump):
         assert key not in text and key[:12] not in text
@@ -372,11 +368,11 @@ def test_the_demo_helper_delivers_every_kept_item(
 ) -> None:
     stored_day(site, store)
     receiver.plan = [500]
-    result = webhooks.send_all_kept(store.db, receiver.url, secret_env=SECRET_ENV, wait_seconds=5)
+    result = webhooks.send_all_kept(store, receiver.url, secret_env=SECRET_ENV, wait_seconds=5)
     assert (result.delivered, result.failed_attempts) == (2, 1)
     assert all(seen["valid"] for seen in receiver.seen)
     with pytest.raises(ConfigError, match="FEEDMD_UNSET_SECRET is not set"):
-        webhooks.send_all_kept(store.db, receiver.url, secret_env="FEEDMD_UNSET_SECRET")
+        webhooks.send_all_kept(store, receiver.url, secret_env="FEEDMD_UNSET_SECRET")
 
 
 # ---- batch endpoints -----------------------------------------------------------------------
@@ -404,14 +400,14 @@ def test_a_batch_endpoint_gets_one_signed_message_with_all_the_runs_items(
     Webhook(secret).verify(seen["body"], seen["headers"])  # and the reference library's
     message = json.loads(seen["body"])
     assert set(message) == {"type", "timestamp", "data"}
-    kept = deliveries.kept_items(store.db, org="org")  # JSON Feed order: newest first
-    assert message["data"] == {"run_id": run_id, "items": [deliver.json_item(i) for i in kept]}
+    kept = store.kept_items(org="org")  # JSON Feed order: newest first
+    assert message["data"] == {"run_id": run_id, "items": [render.json_item(i) for i in kept]}
 
-    rows = deliveries.list_deliveries(store.db)
+    rows = store.list_deliveries()
     (row,) = [r for r in rows if r.batch_items]
     assert (row.status, row.attempts, row.message_id) == ("delivered", 1, seen["id"])
     assert row.title == f"batch of 2 items of run {run_id}"
-    assert deliveries.batch_items(store.db, row.id) == sorted(i.item_id for i in kept)
+    assert store.batch_items(row.id) == sorted(i.item_id for i in kept)
 
     again = deliver.deliver(store, config, run_id, [i.item_id for i in kept], at(12))
     assert (int(again), again.webhooks) == (0, deliver.WebhookCounts(0, 0, 0))
@@ -424,27 +420,27 @@ def test_a_batch_is_retried_with_the_same_id_and_body_and_counts_as_endpoint_fai
     config, run_id = stored_day(site, store)  # stored, no endpoint yet
     receiver.plan = [500, "close"]
     hooked = dataclasses.replace(config, webhooks=(batch_hook(receiver),))
-    kept = sorted(item.item_id for item in deliveries.kept_items(store.db, feed="a"))
+    kept = sorted(item.item_id for item in store.kept_items(feed="a"))
     result = deliver.deliver(store, hooked, run_id, kept, at(12))
     assert result.webhooks == deliver.WebhookCounts(queued=1, delivered=0, failed_attempts=1)
     assert result == 0 and result.files == 0  # no output folder: still the int it was
-    (endpoint,) = deliveries.list_endpoints(store.db)
+    (endpoint,) = store.list_endpoints()
     assert endpoint.batch and endpoint.consecutive_failures == 1 and endpoint.paused_until
-    (row,) = deliveries.list_deliveries(store.db)
+    (row,) = store.list_deliveries()
     assert (row.status, row.last_http_status) == ("pending", 500)
     assert row.next_attempt_at and row.next_attempt_at > row.created_at  # backed off
 
     later = utcnow() + timedelta(hours=1)
-    assert webhooks.deliver_due(store.db, FAST, now=later).failed_attempts == 1
-    assert deliveries.list_endpoints(store.db)[0].consecutive_failures == 2
-    assert webhooks.deliver_due(store.db, FAST, now=later + timedelta(hours=1)).delivered == 1
+    assert webhooks.deliver_due(store, FAST, now=later).failed_attempts == 1
+    assert store.list_endpoints()[0].consecutive_failures == 2
+    assert webhooks.deliver_due(store, FAST, now=later + timedelta(hours=1)).delivered == 1
 
     assert len(receiver.seen) == 3 and all(seen["valid"] for seen in receiver.seen)
     assert {seen["id"] for seen in receiver.seen} == {row.message_id}
     assert len({seen["body"] for seen in receiver.seen}) == 1  # frozen at queuing
-    (row,) = deliveries.list_deliveries(store.db)
+    (row,) = store.list_deliveries()
     assert (row.status, row.attempts, row.batch_items) == ("delivered", 3, 2)
-    assert deliveries.list_endpoints(store.db)[0].consecutive_failures == 0
+    assert store.list_endpoints()[0].consecutive_failures == 0
 
 
 def test_a_run_without_new_items_sends_no_batch_and_the_next_new_item_its_own(
@@ -455,7 +451,7 @@ def test_a_run_without_new_items_sends_no_batch_and_the_next_new_item_its_own(
 
     quiet = run(store, config, now=at(13), force=True)
     assert quiet.kept == 0
-    assert len(receiver.seen) == 1 and len(deliveries.list_deliveries(store.db)) == 1
+    assert len(receiver.seen) == 1 and len(store.list_deliveries()) == 1
 
     extra = site.put("http://three.example/bridge", article_html("Bridge", story("bridge")))
     site.put(
@@ -477,9 +473,9 @@ def _kill(store: Store, run_id: int, recovered: int | None = None) -> None:
     """Make ``run_id`` look killed mid-run (status 'running', no live lease), as SIGKILL
     leaves it, and forget that it recovered run ``recovered``; the next run abandons it
     and delivers again every kept item of an unrecovered dead run."""
-    store.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+    store._conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
     if recovered is not None:
-        store.conn.execute("UPDATE runs SET recovered_by = NULL WHERE id = ?", (recovered,))
+        store._conn.execute("UPDATE runs SET recovered_by = NULL WHERE id = ?", (recovered,))
 
 
 def test_a_recovered_run_gets_its_own_batch_once_with_one_id(
@@ -492,7 +488,7 @@ def test_a_recovered_run_gets_its_own_batch_once_with_one_id(
     receiver.plan = [500]
     recovering = run(store, config, now=at(13), force=True)  # no new items of its own
     assert recovering.kept == 0
-    (row,) = deliveries.list_deliveries(store.db)
+    (row,) = store.list_deliveries()
     assert (row.status, row.attempts, row.batch_items) == ("pending", 1, 2)
     assert json.loads(receiver.seen[0]["body"])["data"]["run_id"] == dead  # the storing run
 
@@ -501,16 +497,16 @@ def test_a_recovered_run_gets_its_own_batch_once_with_one_id(
     _kill(store, recovering.run_id, recovered=dead)
     third = run(store, config, now=at(14), force=True)
     assert third.kept == 0
-    recovered_by = store.conn.execute("SELECT recovered_by FROM runs WHERE id = ?", (dead,))
+    recovered_by = store._conn.execute("SELECT recovered_by FROM runs WHERE id = ?", (dead,))
     assert recovered_by.fetchone()[0] == third.run_id
-    assert [r.message_id for r in deliveries.list_deliveries(store.db)] == [row.message_id]
+    assert [r.message_id for r in store.list_deliveries()] == [row.message_id]
 
-    webhooks.deliver_due(store.db, FAST, now=utcnow() + timedelta(hours=1))
+    webhooks.deliver_due(store, FAST, now=utcnow() + timedelta(hours=1))
     assert len(receiver.seen) == 2 and all(seen["valid"] for seen in receiver.seen)
     assert {seen["id"] for seen in receiver.seen} == {row.message_id}
-    assert deliveries.list_deliveries(store.db)[0].status == "delivered"
+    assert store.list_deliveries()[0].status == "delivered"
     run(store, config, now=at(15), force=True)
-    assert len(receiver.seen) == 2 and len(deliveries.list_deliveries(store.db)) == 1
+    assert len(receiver.seen) == 2 and len(store.list_deliveries()) == 1
 
 
 class Trickler:
@@ -566,21 +562,19 @@ def test_the_webhook_timeout_bounds_the_whole_post_not_each_read(
     trickler = Trickler(interval=0.1)
     try:
         now = utcnow()
-        deliveries.add_endpoint(
-            store.db, deliveries.EndpointSpec(trickler.url, "org", "org", SECRET_ENV), now
-        )
-        kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
-        webhooks.enqueue_items(store.db, kept, FAST, now)
+        store.add_endpoint(EndpointSpec(trickler.url, "org", "org", SECRET_ENV), now)
+        kept = [item.item_id for item in store.kept_items(feed="a")]
+        webhooks.enqueue_items(store, kept, FAST, now)
         policy = webhooks.WebhookPolicy(timeout_seconds=1.0)
         started = time.monotonic()
-        result = webhooks.deliver_due(store.db, policy, now=now)
+        result = webhooks.deliver_due(store, policy, now=now)
         elapsed = time.monotonic() - started
     finally:
         trickler.close()
     assert trickler.accepted == 1 and result.failed_attempts == 1
     assert 0.9 <= elapsed < 5, elapsed  # a per-read timeout would take the full 30 s
     assert elapsed < webhooks.claim_seconds(policy)
-    errors = [r.last_error for r in deliveries.list_deliveries(store.db) if r.attempts]
+    errors = [r.last_error for r in store.list_deliveries() if r.attempts]
     assert errors == ["timed out after 1s (whole request)"]
 
 
@@ -605,12 +599,10 @@ def test_webhooks_ignore_http_proxy_variables(
             monkeypatch.setenv(name, proxy_url)
         stored_day(site, store)
         now = utcnow()
-        deliveries.add_endpoint(
-            store.db, deliveries.EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now
-        )
-        kept = [item.item_id for item in deliveries.kept_items(store.db, feed="a")]
-        webhooks.enqueue_items(store.db, kept, FAST, now)
-        result = webhooks.deliver_due(store.db, FAST, now=now)
+        store.add_endpoint(EndpointSpec(receiver.url, "org", "org", SECRET_ENV), now)
+        kept = [item.item_id for item in store.kept_items(feed="a")]
+        webhooks.enqueue_items(store, kept, FAST, now)
+        result = webhooks.deliver_due(store, FAST, now=now)
     finally:
         proxy.stop()
     assert result.delivered == 2

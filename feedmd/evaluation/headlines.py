@@ -23,22 +23,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Config, FeedConfig, Settings
-from feedmd.db import open_store
-from feedmd.errors import FeedmdError
+from feedmd.config import Config, FeedConfig
+from feedmd.errors import EvalDataError
 from feedmd.models import Entry
+from feedmd.pipeline import decide_metadata
+from feedmd.settings import Settings
 from feedmd.stages import cjk, stage1
 from feedmd.stages.links import resolve_offline
-from feedmd.stages.store import Store
 from feedmd.stages.subject_gate import CasingStats
+from feedmd.store import open_store
 from feedmd.timeutil import parse_iso
 
 EVAL_ORG = "eval"
 EVAL_FEED = "eval"
-
-
-class EvalDataError(FeedmdError):
-    """A labelled data file is missing, unreadable or has a bad line (named)."""
 
 
 @dataclass(frozen=True)
@@ -116,22 +113,19 @@ def replay_headlines(
         feeds=(FeedConfig(name=EVAL_FEED, url="https://eval.invalid/feed", org=EVAL_ORG),),
     )
     with tempfile.TemporaryDirectory(prefix="feedmd-eval-") as folder:
-        store = Store(open_store(Path(folder) / "eval.db"))
+        store = open_store(Path(folder) / "eval.db")
         try:
             store.sync_feeds(config)
             for batch in _batches(entries, batch_minutes):
                 now = batch[-1].published
                 run_id = store.start_run(now, now, settings)
-                snapshot = store.snapshot(batch, settings, now)
-                first = stage1.decide(batch, snapshot, store.known_entries(batch), settings, now)
+                # the pipeline's step 2; headlines alone: no pages, no stage 2
+                _window, first = decide_metadata(store, batch, settings, now)
                 store.persist(run_id, [], first, {}, {}, settings, now)
-            rows_out = store.conn.execute(
-                "SELECT i.entry_id, i.decision, i.rule, m.entry_id, i.score FROM items i"
-                " LEFT JOIN items m ON m.id = i.matched_item_id"
-            ).fetchall()
+            outcomes = store.entry_outcomes()
         finally:
-            store.db.close()
-    return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows_out}
+            store.close()
+    return outcomes
 
 
 def _batches(entries: Sequence[Entry], minutes: float) -> Iterator[list[Entry]]:

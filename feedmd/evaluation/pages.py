@@ -26,9 +26,10 @@ from typing import Any
 
 import trafilatura
 
-from feedmd.config import Settings
-from feedmd.evaluation.headlines import EvalDataError, read_jsonl
+from feedmd.errors import EvalDataError
+from feedmd.evaluation.headlines import read_jsonl
 from feedmd.models import Page
+from feedmd.settings import Settings
 from feedmd.stages.scrape import EXTRACTOR, extract_page
 
 EVAL_ORG = "eval"

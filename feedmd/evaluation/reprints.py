@@ -17,10 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Settings
-from feedmd.errors import FetchError
-from feedmd.evaluation.headlines import EvalDataError, read_jsonl
+from feedmd.errors import EvalDataError, FetchError
+from feedmd.evaluation.headlines import read_jsonl
 from feedmd.models import Match, Page
+from feedmd.settings import Settings
 from feedmd.stages.bodies import containment, unpack
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import junk_verdict

@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Settings, coerce_setting
 from feedmd.errors import ConfigError
 from feedmd.evaluation.headlines import (
     evaluate_pairs,
@@ -26,6 +25,7 @@ from feedmd.evaluation.headlines import (
 )
 from feedmd.evaluation.pages import evaluate_pages
 from feedmd.evaluation.reprints import evaluate_reprints
+from feedmd.settings import Settings, coerce_setting
 
 
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:

@@ -30,10 +30,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import sqlite_utils
 from starlette.requests import Request
 
-from feedmd import deliveries
+from feedmd.store import Store
+from feedmd.store.outputs import hash_token
 
 COOKIE = "feedmd_review_token"
 COOKIE_PATH = "/review"
@@ -89,24 +89,17 @@ def presented_token(request: Request) -> str | None:
     return cookie or None
 
 
-def token_identity(db: sqlite_utils.Database, token: str) -> tuple[str, str] | None:
+def token_identity(store: Store, token: str) -> tuple[str, str] | None:
     """(org, label) of a live token, or None. Looked up by its SHA-256: a guess's hash
     shares nothing useful with a real one's, so the lookup's timing tells nothing. A token
     created without a label is named by its id."""
-    row = db.conn.execute(
-        "SELECT o.name, t.label, t.id FROM org_tokens t JOIN orgs o ON o.id = t.org_id"
-        " WHERE t.token_hash = ? AND t.revoked_at IS NULL",
-        (deliveries.hash_token(token),),
-    ).fetchone()
-    if row is None:
-        return None
-    return str(row[0]), str(row[1] or f"token {row[2]}")
+    return store.token_identity(hash_token(token))
 
 
-def viewer_for(db: sqlite_utils.Database, token: str | None) -> Viewer:
+def viewer_for(store: Store, token: str | None) -> Viewer:
     """The viewer presenting ``token`` (None: anonymous)."""
-    public = frozenset(org for org, is_public in deliveries.list_orgs(db).items() if is_public)
-    identity = token_identity(db, token) if token else None
+    public = frozenset(org for org, is_public in store.list_orgs().items() if is_public)
+    identity = token_identity(store, token) if token else None
     if identity is None:
         return Viewer(public)
     return Viewer(public, identity[0], identity[1])

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-import sqlite_utils
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
@@ -27,11 +26,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from feedmd import explain, overrides
-from feedmd.db import connect
+from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
 from feedmd.review import auth, chart, passages, queries
 from feedmd.review.auth import Viewer
-from feedmd.stages.store import Store
+from feedmd.store import Store, connect_store
 from feedmd.timeutil import utcnow
 
 CSS_PATH = Path(__file__).parent / "static" / "review.css"
@@ -173,12 +172,12 @@ _ENV.filters["evidence_value"] = _evidence_value
 
 
 @contextlib.contextmanager
-def _store(context: ReviewContext) -> Iterator[sqlite_utils.Database]:
-    db = connect(context.db_path)
+def _store(context: ReviewContext) -> Iterator[Store]:
+    store = connect_store(context.db_path)
     try:
-        yield db
+        yield store
     finally:
-        db.close()
+        store.close()
 
 
 def _page(
@@ -242,11 +241,11 @@ def _with_notice(path: str, **params: str | int) -> str:
 
 def runs_page(context: ReviewContext, request: Request) -> Response:
     """Recent runs, their counts and timings, and the kept vs dropped chart."""
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
         if not viewer.sees_anything:
             return _redirect("/review/login")
-        runs = queries.recent_runs(db, RUNS_SHOWN)
+        runs = store.recent_runs(RUNS_SHOWN)
     points = [
         chart.Point(run.id, run.as_of, run.count("kept"), run.dropped_total)
         for run in reversed(runs)
@@ -260,12 +259,12 @@ def run_page(context: ReviewContext, request: Request) -> Response:
     all private, or any run when no org is public, needs a token of one of them: its
     counts tell an anonymous visitor how much a private org's feeds carried."""
     run_id = parse_id(request.path_params["run_id"])
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        run = queries.get_run(db, run_id) if run_id is not None else None
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        run = store.get_run(run_id) if run_id is not None else None
         if run is None or run_id is None:
             return _error(request, viewer, 404, "No such run.")
-        stored = queries.run_items(db, run_id)
+        stored = store.run_items(run_id)
         orgs = {item.org for item in stored}
         if not (any(viewer.can_see(org) for org in orgs) if orgs else viewer.sees_anything):
             if viewer.token_org is None:
@@ -275,7 +274,7 @@ def run_page(context: ReviewContext, request: Request) -> Response:
         items = [item for item in stored if viewer.can_see(item.org)]
         in_run = {item.id for item in items}
         outside = [i.matched_item_id for i in items if i.matched_item_id not in in_run]
-        canonicals = queries.items_by_id(db, [i for i in outside if i is not None])
+        canonicals = store.item_rows([i for i in outside if i is not None])
     clusters = queries.clusters(items, [c for c in canonicals if viewer.can_see(c.org)])
     failed = [item for item in items if item.decision == "failed"]
     return _page(
@@ -294,23 +293,23 @@ def item_page(context: ReviewContext, request: Request) -> Response:
     """An item's trail, its overrides, and the correction forms."""
     item_id = parse_id(request.path_params["item_id"])
     query = request.query_params.get("q", "").strip()
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        trail = explain.explain(db, item_id) if item_id is not None else None
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        trail = explain.explain(store, item_id) if item_id is not None else None
         if trail is None or item_id is None:
             return _error(request, viewer, 404, "No such item.")
         org = trail.item["org"]
         if not viewer.can_see(org):
             return _hidden(request, viewer, item_id)
-        history = overrides.overrides_of(db, item_id)
+        history = overrides.overrides_of(store, item_id)
         excerpts = None
         if trail.matched is not None:
-            bodies = Store(db).body_markdown([item_id, trail.matched["id"]])
+            bodies = store.body_markdown([item_id, trail.matched["id"]])
             if len(bodies) == 2:
                 excerpts = passages.side_by_side(bodies[item_id], bodies[trail.matched["id"]])
         candidates: list[queries.ItemRow] = []
         if query and trail.item["decision"] == "kept":
-            found = queries.items_by_id(db, explain.find_items(db, query, SEARCH_LIMIT))
+            found = store.item_rows(explain.find_items(store, query, SEARCH_LIMIT))
             candidates = [
                 c for c in found if c.org == org and c.id != item_id and c.decision != "failed"
             ]
@@ -339,18 +338,18 @@ def item_page(context: ReviewContext, request: Request) -> Response:
 def search_page(context: ReviewContext, request: Request) -> Response:
     """Items by id, URL, title or publisher that the viewer may see."""
     query = request.query_params.get("q", "").strip()
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        ids = explain.find_items(db, query, SEARCH_LIMIT) if query else []
-        found = queries.items_by_id(db, ids)
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        ids = explain.find_items(store, query, SEARCH_LIMIT) if query else []
+        found = store.item_rows(ids)
     results = [item for item in found if viewer.can_see(item.org)]
     return _page(request, "search.html", viewer, query=query, results=results)
 
 
 def login_page(context: ReviewContext, request: Request) -> Response:
     """The sign-in form."""
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
     next_path = auth.local_path(request.query_params.get("next"), "/review")
     return _page(request, "login.html", viewer, next_path=next_path, failed=False)
 
@@ -414,9 +413,9 @@ def _override(
     context: ReviewContext, request: Request, form: dict[str, str], kind: str
 ) -> Response:
     item_id = parse_id(request.path_params["item_id"])
-    with _store(context) as db:
-        viewer = auth.viewer_for(db, auth.presented_token(request))
-        found = queries.items_by_id(db, [item_id]) if item_id is not None else []
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        found = store.item_rows([item_id]) if item_id is not None else []
         if not found or item_id is None:
             return _error(request, viewer, 404, "No such item.")
         if not viewer.can_see(found[0].org):
@@ -427,7 +426,7 @@ def _override(
         try:
             if kind == "not_duplicate":
                 record = overrides.restore(
-                    db,
+                    store,
                     item_id,
                     who,
                     utcnow(),
@@ -440,10 +439,10 @@ def _override(
                 if canonical is None:
                     return _error(request, viewer, 400, "Choose the canonical item to merge into.")
                 record = overrides.merge(
-                    db, item_id, canonical, who, utcnow(), output=context.output
+                    store, item_id, canonical, who, utcnow(), output=context.output
                 )
                 notice = "merged"
-        except overrides.OverrideError as exc:
+        except OverrideError as exc:
             return _error(request, viewer, 409, str(exc))
     target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
     return _redirect(
@@ -465,9 +464,9 @@ def login(context: ReviewContext, request: Request, form: dict[str, str]) -> Res
     """Check the token and keep it in an HttpOnly cookie (auth.py says why)."""
     token = form.get("token", "").strip()
     next_path = auth.local_path(form.get("next"), "/review")
-    with _store(context) as db:
-        identity = auth.token_identity(db, token) if token else None
-        viewer = auth.viewer_for(db, None)
+    with _store(context) as store:
+        identity = auth.token_identity(store, token) if token else None
+        viewer = auth.viewer_for(store, None)
     if identity is None:
         return _page(request, "login.html", viewer, 401, next_path=next_path, failed=True)
     response = _redirect(_with_notice(next_path, notice="signed-in"))

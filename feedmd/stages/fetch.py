@@ -20,12 +20,12 @@ from typing import Any
 
 import feedparser
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError
-from feedmd.models import Entry, FeedResult, FeedSpec
+from feedmd.models import Entry, FeedResult, FeedSpec, LinkResolution
+from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import resolve_offline
-from feedmd.stages.resolve import LinkResolution, needs_http, resolve_links
+from feedmd.stages.resolve import needs_http, resolve_links
 
 # An entry's summary is kept for display and webhooks only; 20,000 characters is several
 # screens, and the article itself comes from the page.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 
 # Words that carry no identity in a headline: articles, short prepositions and the
 # newsroom verbs and labels seed 003 names ("the, to, says, new, live and similar").
@@ -136,16 +136,6 @@ def simhash(tokens: tuple[str, ...] | frozenset[str]) -> int:
         if count > 0:
             result |= 1 << bit
     return result
-
-
-def to_signed64(value: int) -> int:
-    """Unsigned 64-bit -> signed, for SQLite's signed INTEGER (2**63 and above overflow)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned64(value: int) -> int:
-    """Signed 64-bit (as stored) -> unsigned."""
-    return value + (1 << 64) if value < 0 else value
 
 
 @lru_cache(maxsize=64)

@@ -32,9 +32,9 @@ from typing import Any
 import httpcore
 import httpx
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.security import check_address, check_url, refusal
+from feedmd.settings import Settings
 from feedmd.stages.urls import host_of
 
 # Only encodings we decode ourselves, within the limit: httpx would inflate a whole chunk

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import tlsh
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.walls import wall_kind
 
 # v3: table cells are read as text (v2: every table row was structure).

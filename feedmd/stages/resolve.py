@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from feedmd.errors import FetchError
+from feedmd.models import LinkResolution
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import GOOGLE_NEWS_HOSTS, decode_google_news_id
 
@@ -49,17 +50,6 @@ _SIGNATURE_ATTRIBUTE = re.compile(r"\bdata-n-a-sg\s*=")
 _TAG = re.compile(r"""<[A-Za-z][\w-]*(?:[^>"']|"[^"]*"|'[^']*')*>""")
 _ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?""")
 _ANSWER_PREFIX = ")]}'"
-
-
-@dataclass(frozen=True)
-class LinkResolution:
-    """What one resolution attempt produced: the publisher URL (or the link) and how."""
-
-    link: str
-    url: str
-    # "google-news-redirect", "google-news-batchexecute", "google-news-offline" or "unresolved"
-    method: str
-    error: str | None = None
 
 
 class _Unresolved(Exception):

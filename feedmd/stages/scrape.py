@@ -16,13 +16,12 @@ from dataclasses import replace
 
 import trafilatura
 
-from feedmd.config import Settings
 from feedmd.errors import FetchError
-from feedmd.models import Page
+from feedmd.models import Candidate, Page, Stage1Result
+from feedmd.settings import Settings
 from feedmd.stages.bodies import pack, shingle_hashes
 from feedmd.stages.http import Fetcher
 from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
-from feedmd.stages.stage1 import Candidate, Stage1Result
 from feedmd.stages.urls import host_of
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"

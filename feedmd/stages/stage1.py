@@ -27,15 +27,14 @@ outlet's copy replaces a syndicating portal's copy as the group's representative
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.config import Settings
-from feedmd.models import Decision, Entry, Match, WindowSnapshot
+from feedmd.models import Candidate, Decision, Entry, Match, Stage1Result, WindowSnapshot
+from feedmd.settings import Settings
 from feedmd.stages import cjk
 from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
 from feedmd.stages.subject_gate import CasingStats, subject_gate
@@ -44,41 +43,6 @@ from feedmd.stages.urls import normalize_url, publisher_host, url_hash
 
 # Matches blocked by the subject gate kept as evidence on the item that stays.
 MAX_BLOCKED_EVIDENCE = 5
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """An entry with the keys stage 1 compares: normalised URL, URL hash, headline."""
-
-    entry: Entry
-    url: str
-    url_hash: str
-    tokens: tuple[str, ...]
-    headline: Headline
-    is_cjk: bool = False
-    grams: frozenset[str] = frozenset()
-    lead: str = ""
-    # set when only a recurring title matched: the decision the title alone would make,
-    # for stage 2 to confirm on the body
-    recurring: Decision | None = None
-
-    @property
-    def key(self) -> str:
-        """The entry's identity inside the run."""
-        return self.entry.key
-
-    @property
-    def host(self) -> str:
-        """The publisher's host (of the resolved URL, else of the link)."""
-        return publisher_host(self.url or self.entry.url)
-
-    @property
-    def page_key(self) -> str:
-        """What the scrape and the bodies table key a page by: the URL hash, or for an
-        unresolved link the hash of the link itself."""
-        if self.url_hash:
-            return self.url_hash
-        return "link-" + hashlib.sha256(self.entry.url.encode("utf-8")).hexdigest()
 
 
 def prepare(entry: Entry) -> Candidate:
@@ -98,22 +62,8 @@ def prepare(entry: Entry) -> Candidate:
         is_cjk=in_cjk,
         grams=cjk.char_grams(entry.title) if in_cjk else frozenset(),
         lead=cjk.lead_token(entry.title) if in_cjk else "",
+        host=publisher_host(normalized) if normalized else "",
     )
-
-
-@dataclass
-class Stage1Result:
-    """Stage 1's output: the new candidates oldest first, the entries seen before, and a
-    decision for every new candidate."""
-
-    candidates: list[Candidate]
-    seen_before: list[Entry]
-    decisions: dict[str, Decision] = field(default_factory=dict)
-
-    @property
-    def survivors(self) -> list[Candidate]:
-        """Candidates kept by stage 1, oldest first: the only ones worth scraping."""
-        return [c for c in self.candidates if self.decisions[c.key].decision == "kept"]
 
 
 def scope_key(feed: str, org: str, settings: Settings) -> str:

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.config import Settings
-from feedmd.models import Decision, Match, Page, WindowSnapshot
+from feedmd.models import Candidate, Decision, Match, Page, Stage1Result, WindowSnapshot
+from feedmd.settings import Settings
 from feedmd.stages.bodies import ShingleIndex, reaches, unpack
-from feedmd.stages.stage1 import Candidate, Stage1Result, scope_key
+from feedmd.stages.stage1 import scope_key
 from feedmd.stages.tlsh_index import TlshIndex
 
 

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Generic, TypeVar
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import Headline, HeadlineMatch, as_fraction, match_headlines
 
 T = TypeVar("T")

@@ -7,8 +7,8 @@ import dataclasses
 
 from conftest import at
 
-from feedmd.config import Settings
 from feedmd.models import Entry, StoredHeadline, WindowSnapshot
+from feedmd.settings import Settings
 from feedmd.stages import cjk
 from feedmd.stages.stage1 import decide
 

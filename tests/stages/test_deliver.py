@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rss, story
 
-from feedmd import deliveries
+from feedmd import render
 from feedmd.cli_delivery import export_command
 from feedmd.pipeline import run
-from feedmd.stages import deliver
-from feedmd.stages.store import Store
+from feedmd.store import Store
+from feedmd.store.outputs import FeedRow
 
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 FERRY = "Harbour council approves new ferry terminal budget"
@@ -116,20 +116,20 @@ def test_ids_are_stable_across_runs_and_files_are_rewritten_only_for_new_items(
     config = make_config([("org", "a", "http://feeds.example/a.xml")], site.server)
     again = run(store, config, now=at(13), output_dir=urls["out"], force=True)
     assert again.delivered == 0
-    items = deliveries.kept_items(store.db, feed="a")
-    assert [deliver.item_id(item) for item in items] == [i["id"] for i in before["items"]]
+    items = store.kept_items(feed="a")
+    assert [render.item_id(item) for item in items] == [i["id"] for i in before["items"]]
 
 
 def test_pages_follow_next_url_without_repeats(site: Site, store: Store, tmp_path: Path) -> None:
     newsday(site, store, tmp_path)
-    feed = deliveries.find_feed(store.db, "a")
+    feed = store.find_feed("a")
     assert feed is not None
     seen: list[str] = []
     before = None
     for _ in range(5):
-        items = deliveries.kept_items(store.db, feed="a", before=before, limit=1)
-        meta = deliver.page_meta(deliver.feed_meta(feed, "http://h.example"), items, 1)
-        document = deliver.json_feed(meta, items)
+        items = store.kept_items(feed="a", before=before, limit=1)
+        meta = render.page_meta(render.feed_meta(feed, "http://h.example"), items, 1)
+        document = render.json_feed(meta, items)
         validate(document)
         seen += [item["id"] for item in document["items"]]
         if "next_url" not in document:
@@ -141,11 +141,11 @@ def test_pages_follow_next_url_without_repeats(site: Site, store: Store, tmp_pat
 
 def test_atom_has_rfc4287_required_elements(site: Site, store: Store, tmp_path: Path) -> None:
     newsday(site, store, tmp_path)
-    feed = deliveries.find_feed(store.db, "a")
+    feed = store.find_feed("a")
     assert feed is not None
-    items = deliveries.kept_items(store.db, feed="a", limit=1)
-    meta = deliver.page_meta(deliver.feed_meta(feed, "http://h.example"), items, 1)
-    root = ET.fromstring(deliver.atom_feed(meta, items))
+    items = store.kept_items(feed="a", limit=1)
+    meta = render.page_meta(render.feed_meta(feed, "http://h.example"), items, 1)
+    root = ET.fromstring(render.atom_feed(meta, items))
     assert root.tag == f"{ATOM}feed"
     for name in ("id", "title", "updated"):
         assert root.find(f"{ATOM}{name}") is not None, name
@@ -160,16 +160,16 @@ def test_atom_has_rfc4287_required_elements(site: Site, store: Store, tmp_path: 
         content = entry.find(f"{ATOM}content")
         assert content is not None and content.get("type") == "html"
         assert "<p>" in (content.text or "")
-    assert not feedparser.parse(deliver.atom_feed(meta, items)).bozo
+    assert not feedparser.parse(render.atom_feed(meta, items)).bozo
 
 
 def test_an_empty_feed_is_still_valid(store: Store) -> None:
-    feed = deliveries.FeedRow("empty", "org", "", "http://feeds.example/e.xml", True)
-    meta = deliver.feed_meta(feed, "http://h.example")
-    validate(deliver.json_feed(meta, []))
-    parsed = feedparser.parse(deliver.atom_feed(meta, []))
+    feed = FeedRow("empty", "org", "", "http://feeds.example/e.xml", True)
+    meta = render.feed_meta(feed, "http://h.example")
+    validate(render.json_feed(meta, []))
+    parsed = feedparser.parse(render.atom_feed(meta, []))
     assert not parsed.bozo and parsed.feed.title == "empty"
-    assert deliver.atom_feed(meta, []) == deliver.atom_feed(meta, [])  # stable ETag
+    assert render.atom_feed(meta, []) == render.atom_feed(meta, [])  # stable ETag
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_an_empty_feed_is_still_valid(store: Store) -> None:
     ["<script>alert(1)</script>", '<img src=x onerror="alert(1)">', "[x](javascript:alert(1))"],
 )
 def test_raw_html_from_pages_is_escaped(markdown: str) -> None:
-    rendered = deliver.render_html(markdown)
+    rendered = render.render_html(markdown)
     assert "<script" not in rendered and "<img" not in rendered
     assert 'href="javascript' not in rendered
 

@@ -6,16 +6,15 @@ import dataclasses
 
 import pytest
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import (
     Headline,
     match_headlines,
     normalize_headline,
     simhash,
     strip_publisher_suffix,
-    to_signed64,
-    to_unsigned64,
 )
+from feedmd.store.schema import to_signed64, to_unsigned64
 
 SETTINGS = Settings()
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedmd import normalize_headline, normalize_url, url_hash
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import Headline, match_headlines
 from feedmd.stages.urls import TRACKING_PARAMETERS, is_tracking_parameter
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.prose import (
     PROSE_RULE_VERSION,
     junk_verdict,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from google_double import GoogleDouble, new_style_id
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import decode_google_news_id, encode_google_news_id
 from feedmd.stages.resolve import (

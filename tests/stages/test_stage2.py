@@ -16,14 +16,14 @@ from conftest import (
     story,
 )
 
-from feedmd.config import Settings
 from feedmd.models import Entry, Page, StoredBody, WindowSnapshot
 from feedmd.pipeline import run
+from feedmd.settings import Settings
 from feedmd.stages import stage2
 from feedmd.stages.bodies import containment, unpack
 from feedmd.stages.scrape import fingerprint
 from feedmd.stages.stage1 import prepare
-from feedmd.stages.store import Store
+from feedmd.store import Store
 
 SETTINGS = Settings()
 BODIES = fixture_bodies()
@@ -142,7 +142,7 @@ def test_changed_prose_settings_refingerprint_stored_bodies_without_a_request(
     )
     server = site.start()
     run(store, make_config([("o", "a", feed)], server), now=at(9))
-    before = next(store.db.query("SELECT digest, settings_version FROM bodies"))
+    before = next(store._db.query("SELECT digest, settings_version FROM bodies"))
     assert server.count("one.example/story") == 1
     copy = site.put("http://two.example/story", article_html("Two", story("one", 8)))
     site.put(
@@ -155,7 +155,7 @@ def test_changed_prose_settings_refingerprint_stored_bodies_without_a_request(
         ),
     )
     report = run(store, make_config([("o", "a", feed)], server, prose_min_words=10), now=at(11))
-    after = next(store.db.query("SELECT digest, settings_version FROM bodies WHERE id = 1"))
+    after = next(store._db.query("SELECT digest, settings_version FROM bodies WHERE id = 1"))
     assert after["settings_version"] != before["settings_version"]
     assert server.count("one.example/story") == 1
     assert report.dropped_stage2 == {"tlsh": 1}
@@ -180,7 +180,8 @@ def _host_pages(site: Site, names: list[str]) -> list[tuple[str, str]]:
 
 def _disclaimer_in_prose(store: Store) -> list[bool]:
     return [
-        DISCLAIMER in row["prose"] for row in store.db.query("SELECT prose FROM bodies ORDER BY id")
+        DISCLAIMER in row["prose"]
+        for row in store._db.query("SELECT prose FROM bodies ORDER BY id")
     ]
 
 
@@ -198,7 +199,7 @@ def test_a_line_on_three_pages_of_a_host_is_furniture(site: Site, store: Store) 
     server = site.start()
     run(store, make_config([("o", "a", feed)], server), now=at(12))
     assert _disclaimer_in_prose(store) == [False, False, False]
-    assert next(store.db.query("SELECT COUNT(*) AS n FROM body_lines"))["n"] > 0
+    assert next(store._db.query("SELECT COUNT(*) AS n FROM body_lines"))["n"] > 0
 
 
 def test_two_pages_are_not_enough_and_stored_pages_count(site: Site, store: Store) -> None:

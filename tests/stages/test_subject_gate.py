@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from feedmd import normalize_headline
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import Headline
 from feedmd.stages.stage1 import gated_match
 from feedmd.stages.subject_gate import CasingStats, alike, is_sentence_case, subject_gate

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, simhash
 from feedmd.stages.title_index import TitleIndex
 

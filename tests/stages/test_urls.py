@@ -89,8 +89,8 @@ def test_unusable_input_normalises_to_empty_and_never_raises(raw: str) -> None:
 def test_an_item_whose_url_cannot_be_normalised_is_kept_and_says_why() -> None:
     from datetime import UTC, datetime
 
-    from feedmd.config import Settings
     from feedmd.models import Entry, WindowSnapshot
+    from feedmd.settings import Settings
     from feedmd.stages.stage1 import decide
 
     when = datetime(2026, 10, 12, 8, tzinfo=UTC)

@@ -1,23 +1,24 @@
-"""Open the SQLite store, apply migrations, and the read queries several stages share.
+"""Connect to the SQLite store, run transactions, apply migrations.
 
 The store is one SQLite file in WAL mode with foreign keys on. Migrations are the files
 ``migrations/NNNN_name.sql``, applied in order when the store is opened, each inside one
 explicit transaction together with its row in ``schema_migrations`` (``executescript``
 would commit first, NOTES.md), so a failing migration leaves nothing half-applied.
 
-SQL lives here and in ``stages/store.py`` only, so another backend can replace both without
-touching the deciding stages.
+SQL lives in ``feedmd/store/`` only (tests/test_layers.py checks it), so another backend can
+replace this package without touching the deciding stages.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import sqlite_utils
 
@@ -29,6 +30,11 @@ from feedmd.timeutil import iso
 # one transaction of items takes well under a second at 20,000 items (219k rows/s,
 # NOTES.md), so 30 s only runs out when something is stuck.
 BUSY_TIMEOUT_MS = 30_000
+# Values bound per IN (...) query: far under SQLite's 32,766 variables, and small enough
+# that one query's plan stays an index lookup per value.
+CHUNK = 500
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,59 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
-def open_store(
+def open_database(
     path: str | Path, migrations: list[Migration] | None = None
 ) -> sqlite_utils.Database:
-    """Open the store and apply every pending migration; return the database."""
+    """Open the database and apply every pending migration; return it."""
     db = connect(path)
     apply_migrations(db, migrations)
     return db
+
+
+def chunks(values: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
+    """``values`` in slices of at most ``size``: one IN (...) query each."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def to_signed64(value: int) -> int:
+    """Unsigned 64-bit -> signed, for SQLite INTEGER (NOTES.md: 2**63 overflows)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def to_unsigned64(value: int) -> int:
+    """Signed 64-bit (as stored) -> unsigned."""
+    return value + (1 << 64) if value < 0 else value
+
+
+class Connected:
+    """The one connection the parts of a ``Store`` share; private to ``feedmd/store/``."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self._db = db
+        self._conn: sqlite3.Connection = db.conn
+
+    @property
+    def path(self) -> str:
+        """The store's file path ('' for an in-memory store)."""
+        row = self._conn.execute("PRAGMA database_list").fetchone()
+        return str(row[2] or "")
+
+    def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        self._db.close()
+
+    def applied_migrations(self) -> dict[str, str]:
+        """{migration name: applied_at} of the migrations already in this store."""
+        return applied_migrations(self._db)
+
+    def apply_migrations(self, migrations: list[Migration] | None = None) -> list[str]:
+        """Apply the pending migrations in order; return their names."""
+        return apply_migrations(self._db, migrations)
+
+    def _org_id(self, name: str) -> int:
+        row = self._conn.execute("SELECT id FROM orgs WHERE name = ?", (name,)).fetchone()
+        return int(row[0])
 
 
 @contextmanager

@@ -1,0 +1,55 @@
+"""The store: the only code in feedmd that holds SQL or imports sqlite3 / sqlite_utils.
+
+``open_store(path)`` opens (and migrates) the SQLite file and returns a ``Store``: one
+facade whose methods are grouped by job in this package's modules. The connection is
+private to the package; every other module sees plain data (``feedmd.models``)::
+
+    schema.py   connect, transactions, migrations
+    window.py   what steps 1-4 read (feed specs, known entries, snapshot, pages)
+    runs.py     a run's writes (feeds, start / finish / fail, persist, fingerprints)
+    leases.py   run leases and recovery of killed runs
+    outputs.py  what deliver / serve / export read; delivery records
+    queue.py    webhook endpoints and the webhook delivery queue
+    audit.py    explain, the review page, reviewers' overrides
+    history.py  what replay, the dry run and the evaluations read back
+
+A change to the schema is one migration plus a change inside this folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from feedmd.store.audit import Audit
+from feedmd.store.history import History
+from feedmd.store.leases import LeaseHolder, Leases, RunLease
+from feedmd.store.outputs import AlsoPublished, Outputs
+from feedmd.store.queue import Queue
+from feedmd.store.runs import RunWrites, StoredItems
+from feedmd.store.schema import Migration, connect, open_database
+from feedmd.store.window import WindowReads
+
+__all__ = [
+    "AlsoPublished",
+    "LeaseHolder",
+    "RunLease",
+    "Store",
+    "StoredItems",
+    "connect_store",
+    "open_store",
+]
+
+
+class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History):
+    """The SQLite store as feedmd uses it: one object, one private connection."""
+
+
+def open_store(path: str | Path, migrations: list[Migration] | None = None) -> Store:
+    """Open the store at ``path`` (created if needed), apply every pending migration."""
+    return Store(open_database(path, migrations))
+
+
+def connect_store(path: str | Path) -> Store:
+    """Open the store at ``path`` without migrating it (serve's per-request connections,
+    read-only commands)."""
+    return Store(connect(path))
