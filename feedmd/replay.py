@@ -2,11 +2,13 @@
 
 Every entry ever seen is in the store with its metadata, and every scraped page with its
 Markdown. A replay rebuilds each original run's entries, in the original order and at the
-original time, and runs them through the real stage 1, the real fingerprinting (from the
-stored Markdown) and the real stage 2 into a temporary store, so windows, scope and
-canonical choice behave as in the real runs. Then it lists the items whose decision or
-match changed. Nothing is fetched and the real store is only read; the same settings give
-the same decisions every time.
+original time, and runs them through the pipeline's own steps 2-5
+(``pipeline.decide_metadata``, ``scrape_step`` with the stored Markdown as its page
+source, ``decide_bodies``, then ``Store.persist``) into a temporary store, so windows,
+scope, canonical choice and the re-deciding of a failed original's copies behave as in
+the real runs. Then it lists the items whose decision or match changed. Nothing is
+fetched and the real store is only read; the same settings give the same decisions every
+time.
 
 Items a reviewer overrode (``rule = 'override'``) keep that decision: it is a human's,
 not the settings'. An item stage 1 dropped in the original run was never scraped: if it
