@@ -14,9 +14,7 @@ import json
 import os
 import re
 import sys
-import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
-from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -26,9 +24,9 @@ import click
 from feedmd.cli_common import CONFIG_ENV, DEFAULT_CONFIG, config_option, db_option, find_config
 from feedmd.config import FEED_NAME_PATTERN, Config, load_config
 from feedmd.errors import ConfigError
+from feedmd.opml import read_opml, write_opml
 from feedmd.timeutil import parse_iso, utcnow
 
-MAX_OPML_BYTES = 5_000_000
 GOOGLE_NEWS = "https://news.google.com/rss/search"
 
 STARTER_CONFIG = """\
@@ -391,33 +389,6 @@ def feeds_list(as_json: bool, config_path: str | None, db: str | None) -> None:
 # ---- OPML -----------------------------------------------------------------------------------
 
 
-def read_opml(data: bytes) -> list[tuple[str | None, str, str]]:
-    """(category, title, xmlUrl) of every feed outline of an OPML document; the category
-    is the text of the nearest enclosing outline that is not a feed. A DTD is refused."""
-    if len(data) > MAX_OPML_BYTES:
-        raise ConfigError(f"OPML file larger than {MAX_OPML_BYTES} bytes")
-    if re.search(rb"<!\s*(DOCTYPE|ENTITY)", data, flags=re.IGNORECASE):
-        raise ConfigError("OPML with a DTD or entities is refused (feed readers never write one)")
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise ConfigError(f"not valid OPML (XML): {exc}") from None
-    if root.tag != "opml" or root.find("body") is None:
-        raise ConfigError("not OPML: no <opml><body>")
-    found: list[tuple[str | None, str, str]] = []
-
-    def walk(element: ET.Element, category: str | None) -> None:
-        for outline in element.findall("outline"):
-            url = (outline.get("xmlUrl") or outline.get("xmlurl") or "").strip()
-            text = (outline.get("title") or outline.get("text") or "").strip()
-            if url:
-                found.append((category, text, url))
-            walk(outline, category if url else (text or category))
-
-    walk(root.find("body"), None)  # type: ignore[arg-type]
-    return found
-
-
 @feeds_group.command("import")
 @click.argument("opml", type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -480,22 +451,7 @@ def feeds_export(output: str | None, config_path: str | None) -> None:
     from feedmd.stages.deliver import write_atomically
 
     config = load(config_path, None, None)
-    root = ET.Element("opml", version="2.0")
-    head = ET.SubElement(root, "head")
-    ET.SubElement(head, "title").text = "feedmd feeds"
-    ET.SubElement(head, "dateCreated").text = format_datetime(utcnow(), usegmt=True)
-    body = ET.SubElement(root, "body")
-    for org in config.orgs:
-        folder = ET.SubElement(body, "outline", text=org, title=org)
-        for feed in config.feeds:
-            if feed.org == org:
-                label = feed.title or feed.name
-                ET.SubElement(
-                    folder, "outline", type="rss", text=label, title=label, xmlUrl=feed.url
-                )
-    ET.indent(root)
-    data = b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8")
-    data = data.replace(b"<?xml version='1.0' encoding='utf-8'?>\n", b"") + b"\n"
+    data = write_opml(config)
     if output:
         write_atomically(Path(output), data)
         click.echo(f"wrote {len(config.feeds)} feeds to {output}", err=True)

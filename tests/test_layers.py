@@ -21,7 +21,6 @@ MAX_LINES = 500
 # and CLI work met the store move; each is to be split along the line named, and its entry
 # removed then (the last assertion of the size test keeps the list shrinking).
 OVERSIZED: dict[str, int] = {
-    "feedmd/cli_feeds.py": 520,  # OPML import/export into their own module
     "feedmd/review/views.py": 520,  # the correction handlers into review/corrections.py
     "feedmd/server.py": 560,  # the scheduler into scheduler.py
     "feedmd/settings.py": 530,  # coercion of raw values into settings_input.py
