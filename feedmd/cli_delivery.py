@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from feedmd.config import Config, load_config
+from feedmd.exports.command import FORMATS, export_new_format, export_options
 from feedmd.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -53,10 +54,11 @@ def _open(config: Config, create: bool = False) -> Store:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "atom"]),
+    type=click.Choice(["json", "atom", *FORMATS]),
     default="json",
     show_default=True,
-    help="JSON Feed 1.1 or Atom 1.0.",
+    help="JSON Feed 1.1 or Atom 1.0; jsonl or markdown (LLM bundle); html or "
+    "digest-markdown (newsletter digest).",
 )
 @click.option("--feed", help="Export this feed.")
 @click.option("--org", help="Export every feed of this org in one document.")
@@ -68,6 +70,7 @@ def _open(config: Config, create: bool = False) -> Store:
 )
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--base-url", help="Base of the feed's own links (default: [output] base_url).")
+@export_options
 @_db_option
 @_config_option
 def export_command(
@@ -79,8 +82,11 @@ def export_command(
     base_url: str | None,
     db: str | None,
     config_path: str | None,
+    **new: Any,
 ) -> None:
-    """Write a feed's (or an org's) newest kept items as JSON Feed 1.1 or Atom 1.0.
+    """Write a feed's (or an org's) newest kept items as JSON Feed 1.1 or Atom 1.0, or its
+    kept items as an LLM bundle (jsonl, markdown) or a newsletter digest (html,
+    digest-markdown).
 
     Without --feed or --org, a store holding a single org exports that org.
     """
@@ -94,6 +100,10 @@ def export_command(
     database = _open(config)
     try:
         orgs = database.list_orgs()
+        if fmt in FORMATS or any(value is not None for value in new.values()):
+            # the LLM bundle and the digest (feedmd/exports); their options refuse json/atom
+            export_new_format(database, fmt, feed, org, output, limit, new)
+            return
         if feed:
             row = database.find_feed(feed)
             if row is None:
