@@ -110,6 +110,10 @@ def create_app(
         Route("/feeds/{name}.atom", bound(lambda c, r: _document(c, r, "feed", "atom"))),
         Route("/orgs/{name}.json", bound(lambda c, r: _document(c, r, "org", "json"))),
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
+        # the LLM bundle and the digest (feedmd/exports), same tokens as the org's feed
+        Route("/orgs/{name}.jsonl", bound(lambda c, r: _export(c, r, "jsonl"))),
+        Route("/orgs/{name}.md", bound(lambda c, r: _export(c, r, "markdown"))),
+        Route("/orgs/{name}/digest.html", bound(lambda c, r: _export(c, r, "html"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
@@ -243,6 +247,53 @@ def _document(context: _Context, request: Request, kind: str, fmt: str) -> Respo
         body, media = render.atom_feed(meta, items), ATOM_TYPE
     modified = max((item.stored for item in items), default=render.EPOCH)
     return _conditional(request, body, media, modified, public)
+
+
+def _export(context: _Context, request: Request, fmt: str) -> Response:
+    """An org's LLM bundle (jsonl, markdown) or digest (html): ``since`` (a cursor),
+    ``limit``, and for the digest ``run`` or ``day`` (YYYY-MM-DD); the next cursor is in
+    the X-Feedmd-Cursor header. Private orgs need a token, as their feeds do."""
+    from feedmd.exports.export import MEDIA_TYPES, ExportError, render_document, select
+    from feedmd.exports.export import Request as ExportRequest
+
+    name, query = request.path_params["name"], request.query_params
+    try:
+        for key in ("limit", "run"):
+            if key in query and not query[key].isdigit():
+                raise ExportError(f"'{key}' must be a whole number")
+        asked = ExportRequest(
+            fmt,
+            None,
+            name,
+            limit=int(query["limit"]) or None if "limit" in query else None,
+            since=query.get("since"),
+            run_id=int(query["run"]) if "run" in query else None,
+            day=datetime.strptime(query["day"], "%Y-%m-%d") if "day" in query else None,
+        )
+    except (ExportError, ValueError) as exc:
+        return _error(400, str(exc))
+    with _open(context) as store:
+        orgs = store.list_orgs()
+        if name not in orgs:
+            return _error(404, f"no org named {name!r}")
+        if not orgs[name] and not _authorised(store, name, _bearer(request)):
+            return _error(
+                401,
+                f"org {name!r} is private: send 'Authorization: Bearer <token>' with a "
+                f"token of org {name!r} (feedmd tokens create --org {name})",
+                {"WWW-Authenticate": 'Bearer realm="feedmd"'},
+            )
+        try:
+            selection = select(store, asked)
+        except ExportError as exc:
+            return _error(400, str(exc))
+    headers = {
+        "X-Feedmd-Cursor": selection.cursor,
+        "Cache-Control": "no-store",
+        "Vary": "Authorization",
+    }
+    body = render_document(asked, selection, utcnow())
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers=headers)
 
 
 def _conditional(
