@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 from test_review import copy_db, item_id
 
 from feedmd import overrides
@@ -23,7 +24,8 @@ from feedmd.cli import main
 from feedmd.demo import run_demo
 from feedmd.exports import cursor
 from feedmd.exports.text import detect_language, estimate_tokens
-from feedmd.store import open_store
+from feedmd.pipeline import run
+from feedmd.store import Store, open_store
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import utcnow
 
@@ -262,3 +264,35 @@ def test_token_estimate_and_language() -> None:
     assert detect_language("Le maire a dit que la ville est prête pour les travaux") == "fr"
     assert detect_language("Ok", "https://news.google.com/rss?hl=es-419&gl=MX") == "es"
     assert detect_language("Ok") == "und"
+
+
+def test_each_run_s_new_items_come_once_and_in_order(site: Site, store: Store) -> None:
+    """Two orgs, two runs: each pull returns exactly the items kept since the last one."""
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    ferry = site.put("http://other.example/ferry", article_html("Ferry", story("ferry")))
+    mine = site.put("http://mine.example/strike", article_html("Strike", story("strike")))
+    first = [FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, at(9))]
+    feed_a = site.put("http://feeds.example/a.xml", rss(first))
+    feed_b = site.put(
+        "http://feeds.example/b.xml",
+        rss([FeedItemSpec("Miners walk out over pay at the northern pits", mine, at(10))]),
+    )
+    config = make_config([("pub", "a", feed_a), ("priv", "b", feed_b)], site.start())
+    run(store, config, now=at(11))
+    db = Path(store.path)
+    out, position = export(db, "--format", "jsonl", "--org", "pub")
+    assert [json.loads(x)["title"] for x in out.splitlines()] == [first[0].title]
+    site.put(
+        "http://feeds.example/a.xml",
+        rss([*first, FeedItemSpec("Harbour council approves new ferry terminal", ferry, at(12))]),
+    )
+    run(store, config, now=at(13), force=True)
+    out, position = export(db, "--format", "jsonl", "--org", "pub", "--since", position)
+    assert [json.loads(x)["title"] for x in out.splitlines()] == [
+        "Harbour council approves new ferry terminal"
+    ]
+    assert export(db, "--format", "jsonl", "--org", "pub", "--since", position)[0] == ""
+    # the other org's pull is its own
+    other, _ = export(db, "--format", "jsonl", "--org", "priv")
+    (record,) = [json.loads(x) for x in other.splitlines()]
+    assert record["org"] == "priv" and record["title"].startswith("Miners walk out")
