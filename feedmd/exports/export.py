@@ -66,8 +66,9 @@ def select(store: Store, request: Request) -> Selection:
 
     jsonl and markdown: the items that became visible as kept after the cursor, in that
     order. Digests: the items of ``run_id``, of the UTC ``day``, or after the cursor; by
-    default of the newest day with kept items; newest first. The next cursor is always the
-    newest visibility seq read, so a digest's cursor too starts the next pull."""
+    default of the newest day with kept items; newest first. The next cursor is the newest
+    visibility seq read (for a run's or a day's digest: the store's newest when it was
+    read), so a digest's cursor too starts the next pull."""
     try:
         start = cursor.decode(request.since, request.scope) if request.since else None
     except cursor.CursorError as exc:
@@ -75,28 +76,27 @@ def select(store: Store, request: Request) -> Selection:
     after = start.seq if start else 0
     if request.max_tokens and request.fmt != "markdown":
         raise ExportError("max-tokens goes with the markdown format")
-    if request.fmt not in DIGESTS and (request.run_id, request.day, request.template) != (
-        None,
-        None,
-        None,
-    ):
+    digest_only = (request.run_id, request.day, request.template)
+    if request.fmt not in DIGESTS and any(x is not None for x in digest_only):
         raise ExportError("run, day and template go with the digest formats")
     if sum(x is not None for x in (request.since, request.run_id, request.day)) > 1:
         raise ExportError("give one of since, run and day")
     scope = {"feed": request.feed} if request.feed else {"org": request.org}
-    visible = store.visible_items(after=after, limit=request.limit, **scope)
-    last = cursor.Cursor(request.scope, max((s for s, _ in visible), default=after)).encode()
-    items = [item for _, item in visible]
-    if request.fmt not in DIGESTS:
-        return Selection(items, last, "")
-    if request.since:
+    if request.fmt not in DIGESTS or request.since:
+        visible = store.visible_items(after=after, limit=request.limit, **scope)
+        last = cursor.Cursor(request.scope, max((s for s, _ in visible), default=after))
+        items = [item for _, item in visible]
+        if request.fmt not in DIGESTS:
+            return Selection(items, last.encode(), "")
         newest_first = sorted(items, key=lambda i: (i.published, i.item_id), reverse=True)
-        return Selection(newest_first, last, "New since the last digest")
+        return Selection(newest_first, last.encode(), "New since the last digest")
+    # the head is read before the items: an item kept in between is after the cursor
+    head, newest = store.visibility_head(**scope)
+    last = cursor.Cursor(request.scope, head).encode()
     if request.run_id is not None:
-        return Selection(
-            store.digest_items(run_id=request.run_id, **scope), last, f"Run {request.run_id}"
-        )
-    day = request.day or max((i.published for i in items), default=None) or datetime.now(UTC)
+        chosen = store.digest_items(run_id=request.run_id, **scope)
+        return Selection(chosen, last, f"Run {request.run_id}")
+    day = request.day or newest or datetime.now(UTC)
     first = datetime(day.year, day.month, day.day, tzinfo=UTC)
     chosen = store.digest_items(
         published_from=first, published_to=first + timedelta(days=1), **scope

@@ -359,3 +359,21 @@ class Outputs(Connected):
             params,
         ).fetchall()
         return _with_duplicates(self._conn, rows)
+
+    def visibility_head(
+        self, *, feed: str | None = None, org: str | None = None
+    ) -> tuple[int, datetime | None]:
+        """(the newest visibility seq of the store, the newest published time of the kept
+        items of the feed or org): where a digest's cursor starts, and its default day."""
+        (seq,) = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM visibility").fetchone()
+        where, params = ["i.decision = 'kept'"], []
+        if feed is not None:
+            where.append("i.feed_id = (SELECT id FROM feeds WHERE name = ?)")
+            params.append(feed)
+        if org is not None:
+            where.append("i.org_id = (SELECT id FROM orgs WHERE name = ?)")
+            params.append(org)
+        (newest,) = self._conn.execute(
+            f"SELECT MAX(i.published_at) FROM items i WHERE {' AND '.join(where)}", params
+        ).fetchone()
+        return int(seq), parse_iso(newest) if newest else None
