@@ -161,3 +161,21 @@ def test_digest_options_do_not_mix(db: Path) -> None:
     ):
         result = runner.invoke(main, ["export", "--db", str(db), *args])
         assert result.exit_code == 2, (args, result.output)
+
+
+def test_leads_are_plain_text_and_markdown_is_escaped(db: Path) -> None:
+    from feedmd.exports.digest import markdown_text, markdown_url, plain_text
+
+    assert plain_text("A **bold** [link](http://x) and\nmore `code`") == (
+        "A bold link and more code"
+    )
+    assert markdown_text("[Live] *Pope* #1 a_b") == r"\[Live\] \*Pope\* \#1 a\_b"
+    assert markdown_url("http://x.example/a (b)") == "http://x.example/a%20%28b%29"
+    pope = item_id(db, "Continental Press", "Pope Leo will have surgery")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE items SET title_raw = '[Live] Pope *surgery*' WHERE id = ?", (pope,))
+    text, _ = export(db, "--format", "digest-markdown")
+    assert r"## [\[Live\] Pope \*surgery\*](http://" in text
+    html, _ = export(db, "--format", "html")
+    for lead in re.findall(r'font-size:15px;line-height:1.5;">(.*?)</p>', html, re.DOTALL):
+        assert "](" not in lead and "**" not in lead

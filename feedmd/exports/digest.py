@@ -14,12 +14,14 @@ stylesheet or image; every value is autoescaped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from markdown_it import MarkdownIt
 
 from feedmd.store.outputs import OutputItem
 from feedmd.timeutil import iso
@@ -53,6 +55,32 @@ class Story:
     also_covered_by: tuple[Coverage, ...]
 
 
+_INLINE = MarkdownIt("commonmark", {"html": False})
+# What would start Markdown syntax in a digest-markdown title or name.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
+
+
+def plain_text(markdown: str) -> str:
+    """Inline Markdown as the text a reader sees (links' text, no emphasis marks)."""
+    text = "".join(
+        " " if child.type in {"softbreak", "hardbreak"} else child.content
+        for token in _INLINE.parseInline(markdown)
+        for child in token.children or ()
+        if child.type in {"text", "code_inline", "softbreak", "hardbreak"}
+    )
+    return " ".join(text.split())
+
+
+def markdown_text(text: str) -> str:
+    """``text`` escaped for Markdown (a title in a link, a publisher)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def markdown_url(url: str) -> str:
+    """``url`` safe inside Markdown's ``(...)``."""
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+
+
 def first_paragraph(item: OutputItem) -> str:
     """The first paragraph of the prose (not a heading, list, table or quote line) with at
     least eight words, else the feed's summary; cut at a word past ``LEAD_CHARS``."""
@@ -65,6 +93,7 @@ def first_paragraph(item: OutputItem) -> str:
         ),
         " ".join(item.summary.split()),
     )
+    text = plain_text(text)
     if len(text) > LEAD_CHARS:
         text = text[:LEAD_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     return text
@@ -129,6 +158,8 @@ def render_digest(
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters["md"] = markdown_text
+    env.filters["mdurl"] = markdown_url
     return env.get_template(name).render(
         title=title, period=period, generated=iso(generated), stories=stories(items)
     )
