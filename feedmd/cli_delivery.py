@@ -162,7 +162,7 @@ def serve_command(
 
     Routes: / (landing page), /health, /feeds, /feeds/NAME.json|.atom, /orgs/NAME.json|.atom.
     /orgs/NAME.jsonl|.md?since=CURSOR (the LLM bundle; next cursor in X-Feedmd-Cursor) and
-    /orgs/NAME/digest.html?day=|run=|since= (the digest).
+    /orgs/NAME/digest.html|.md?day=|run=|since= (the digest).
     Public feeds need no token; the others need 'Authorization: Bearer TOKEN' with a token
     of their org (feedmd tokens create). Pending webhooks keep being delivered.
     """

@@ -114,6 +114,7 @@ def create_app(
         Route("/orgs/{name}.jsonl", bound(lambda c, r: _export(c, r, "jsonl"))),
         Route("/orgs/{name}.md", bound(lambda c, r: _export(c, r, "markdown"))),
         Route("/orgs/{name}/digest.html", bound(lambda c, r: _export(c, r, "html"))),
+        Route("/orgs/{name}/digest.md", bound(lambda c, r: _export(c, r, "digest-markdown"))),
         *review.routes(review.ReviewContext(str(db_path), base_url, output, webhook_retry_hours)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
@@ -250,9 +251,9 @@ def _document(context: _Context, request: Request, kind: str, fmt: str) -> Respo
 
 
 def _export(context: _Context, request: Request, fmt: str) -> Response:
-    """An org's LLM bundle (jsonl, markdown) or digest (html): ``since`` (a cursor),
-    ``limit``, and for the digest ``run`` or ``day`` (YYYY-MM-DD); the next cursor is in
-    the X-Feedmd-Cursor header. Private orgs need a token, as their feeds do."""
+    """An org's LLM bundle (jsonl, markdown) or digest (html, digest-markdown): ``since``
+    (a cursor), ``limit``, and for the digest ``run`` or ``day`` (YYYY-MM-DD); the next
+    cursor is in the X-Feedmd-Cursor header. Private orgs need a token, as their feeds do."""
     from feedmd.exports.export import MEDIA_TYPES, ExportError, render_document, select
     from feedmd.exports.export import Request as ExportRequest
 

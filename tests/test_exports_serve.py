@@ -93,6 +93,9 @@ def test_markdown_bundle_and_digest_over_http(private: tuple[httpx.Client, Path,
     assert digest.text.count('<tr class="story"') == 38
     run2 = http.get("/orgs/newsroom/digest.html", params={"run": "2"}, headers=bearer)
     assert run2.text.count('<tr class="story"') == 0
+    markdown = http.get("/orgs/newsroom/digest.md", params={"run": "1"}, headers=bearer)
+    assert markdown.headers["content-type"].startswith("text/markdown")
+    assert markdown.text.count("\n## [") == 38
     both = http.get("/orgs/newsroom/digest.html?run=1&day=2026-10-12", headers=bearer)
     assert both.status_code == 400
     assert http.get("/orgs/newsroom/digest.html?day=12.10.", headers=bearer).status_code == 400
