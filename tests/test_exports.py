@@ -208,7 +208,7 @@ def test_markdown_bundle_is_cut_within_the_token_budget(db: Path, tmp_path: Path
     jsonl_out, _ = export(db, "--format", "jsonl")
     expected = [json.loads(line)["id"] for line in jsonl_out.splitlines()]
     folder = tmp_path / "bundle"
-    export(db, "--format", "markdown", "--max-tokens", "4000", "-o", str(folder))
+    export(db, "--format", "markdown", "--max-tokens", "4000", "--out-dir", str(folder))
     files = sorted(folder.iterdir())
     assert [f.name for f in files] == [f"bundle-{n:03d}.md" for n in range(1, len(files) + 1)]
     assert len(files) >= 3
@@ -223,6 +223,9 @@ def test_markdown_bundle_is_cut_within_the_token_budget(db: Path, tmp_path: Path
         for item in items:
             assert set(item) >= {"url", "title", "publisher", "published", "tokens", "tier"}
     assert found == expected
+    # a second, smaller bundle into the same folder leaves no stale file behind
+    export(db, "--format", "markdown", "--max-tokens", "100000", "--out-dir", str(folder))
+    assert [f.name for f in folder.iterdir()] == ["bundle-001.md"]
     # one document on standard output without a budget: the same items
     whole, _ = export(db, "--format", "markdown")
     assert [json.loads(i["id"]) for i in front_matter(whole)] == expected
@@ -230,7 +233,7 @@ def test_markdown_bundle_is_cut_within_the_token_budget(db: Path, tmp_path: Path
 
 def test_an_item_larger_than_the_budget_gets_a_file_of_its_own(db: Path, tmp_path: Path) -> None:
     folder = tmp_path / "small"
-    export(db, "--format", "markdown", "--max-tokens", "300", "-o", str(folder))
+    export(db, "--format", "markdown", "--max-tokens", "300", "--out-dir", str(folder))
     files = sorted(folder.iterdir())
     sizes = [estimate_tokens(path.read_text()) for path in files]
     alone = [s for s, path in zip(sizes, files, strict=True) if s > 300]
@@ -245,7 +248,8 @@ def test_max_tokens_needs_a_folder_and_the_markdown_format(db: Path) -> None:
     runner = CliRunner()
     for args in (
         ["--format", "markdown", "--max-tokens", "10"],
-        ["--format", "jsonl", "--max-tokens", "10", "-o", "x"],
+        ["--format", "jsonl", "--max-tokens", "10", "--out-dir", "x"],
+        ["--format", "markdown", "--out-dir", "x", "-o", "y"],
     ):
         result = runner.invoke(main, ["export", "--db", str(db), *args])
         assert result.exit_code == 2, result.output

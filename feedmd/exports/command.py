@@ -40,7 +40,13 @@ def export_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--max-tokens",
             type=click.IntRange(min=1),
             help="markdown: cut the bundle into files of at most this many estimated "
-            "tokens (bundle-001.md, ... in the folder -o DIR); an item is never split.",
+            "tokens (bundle-001.md, ... in --out-dir); an item is never split.",
+        ),
+        click.option(
+            "--out-dir",
+            type=click.Path(file_okay=False),
+            help="markdown: write the bundle as DIR/bundle-001.md, ... (created if needed; "
+            "older bundle files there are replaced).",
         ),
         click.option("--run", "run_id", type=int, help="Digests: the kept items of this run."),
         click.option(
@@ -96,19 +102,26 @@ def run_export(store: Store, request: Request) -> None:
     from feedmd.exports import bundle
     from feedmd.stages.deliver import write_atomically
 
-    if request.max_tokens and not request.output:
-        raise click.UsageError("--max-tokens writes files: give -o DIR")
+    if request.max_tokens and not request.out_dir:
+        raise click.UsageError("--max-tokens writes files: give --out-dir DIR")
+    if request.out_dir and (request.fmt != "markdown" or request.output):
+        raise click.UsageError("--out-dir goes with --format markdown, without -o")
     try:
         selection = select(store, request)
     except ExportError as exc:
         raise click.UsageError(str(exc)) from None
     items = selection.items
-    if request.fmt == "markdown" and request.max_tokens and request.output:
-        folder = Path(request.output)
+    if request.out_dir:
+        folder = Path(request.out_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        files = bundle.split_bundle(items, request.max_tokens)
+        files = bundle.split_bundle(items, request.max_tokens or sys.maxsize)
         for part in files:
             write_atomically(folder / part.name, part.text.encode())
+        # a smaller bundle than the last one in this folder: its extra files would be stale
+        written = {part.name for part in files}
+        for stale in folder.glob("bundle-[0-9][0-9][0-9]*.md"):
+            if stale.name not in written:
+                stale.unlink()
         click.echo(f"wrote {len(items)} items in {len(files)} files to {folder}", err=True)
     elif request.output:
         write_atomically(Path(request.output), render_document(request, selection, utcnow()))

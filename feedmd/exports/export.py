@@ -43,6 +43,7 @@ class Request:
     since: str | None = None
     cursor_file: str | None = None
     max_tokens: int | None = None
+    out_dir: str | None = None
     run_id: int | None = None
     day: datetime | None = None
     template: str | None = None
