@@ -17,6 +17,7 @@ from feedmd.cli_common import config_option as _config_option
 from feedmd.cli_common import db_option as _db_option
 from feedmd.cli_common import load
 from feedmd.config import Config
+from feedmd.exports.command import FORMATS, export_new_format, export_options
 from feedmd.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -51,10 +52,11 @@ def _open(config: Config, create: bool = False) -> Store:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["json", "atom"]),
+    type=click.Choice(["json", "atom", *FORMATS]),
     default="json",
     show_default=True,
-    help="JSON Feed 1.1 or Atom 1.0.",
+    help="JSON Feed 1.1 or Atom 1.0; jsonl or markdown (LLM bundle); html or "
+    "digest-markdown (newsletter digest).",
 )
 @click.option("--feed", help="Export this feed.")
 @click.option("--org", help="Export every feed of this org in one document.")
@@ -72,6 +74,7 @@ def _open(config: Config, create: bool = False) -> Store:
     help="Where the document is served: its feed_url and rel=self are built on it "
     "(default: [output] base_url).",
 )
+@export_options
 @_db_option
 @_config_option
 def export_command(
@@ -83,8 +86,11 @@ def export_command(
     base_url: str | None,
     db: str | None,
     config_path: str | None,
+    **new: Any,
 ) -> None:
-    """Write a feed's (or an org's) newest kept items as JSON Feed 1.1 or Atom 1.0.
+    """Write a feed's (or an org's) newest kept items as JSON Feed 1.1 or Atom 1.0, or its
+    kept items as an LLM bundle (jsonl, markdown) or a newsletter digest (html,
+    digest-markdown).
 
     Without --feed or --org, a store holding a single org exports that org.
     """
@@ -98,6 +104,10 @@ def export_command(
     database = _open(config)
     try:
         orgs = database.list_orgs()
+        if fmt in FORMATS or any(value is not None for value in new.values()):
+            # the LLM bundle and the digest (feedmd/exports); their options refuse json/atom
+            export_new_format(database, fmt, feed, org, output, limit, new)
+            return
         if feed:
             row = database.find_feed(feed)
             if row is None:
@@ -165,11 +175,14 @@ def serve_command(
     --config), run each feed at its poll interval.
 
     Routes: / (landing page), /health, /feeds, /feeds/NAME.json|.atom, /orgs/NAME.json|.atom.
+    /orgs/NAME.jsonl|.md?since=CURSOR (the LLM bundle; next cursor in X-Feedmd-Cursor) and
+    /orgs/NAME/digest.html|.md?day=|run=|since= (the digest).
     Public feeds need no token; the others need 'Authorization: Bearer TOKEN' with a token
     of their org (feedmd tokens create). Pending webhooks keep being delivered.
     """
     import uvicorn
 
+    from feedmd import scheduler as scheduling
     from feedmd import server, webhooks
     from feedmd.stages import deliver
     from feedmd.store import open_store
@@ -192,7 +205,7 @@ def serve_command(
     finally:
         store.close()
     if _from_file(config):
-        scheduler = server.pipeline_scheduler(config)
+        scheduler = scheduling.pipeline_scheduler(config)
     else:
         policy = webhooks.policy_from(config.settings)
 
@@ -203,7 +216,7 @@ def serve_command(
             finally:
                 database.close()
 
-        scheduler = server.Scheduler(feeds=(), run_org=lambda *_: None, deliver=deliver_pass)
+        scheduler = scheduling.Scheduler(feeds=(), run_org=lambda *_: None, deliver=deliver_pass)
     from feedmd.overrides import FileOutput
 
     output = (
@@ -226,7 +239,7 @@ def serve_command(
             "public URL (the Host header is never used)",
             err=True,
         )
-    server.configure_logging()  # scheduled runs' reports and errors, beside uvicorn's lines
+    scheduling.configure_logging()  # scheduled runs' reports and errors, beside uvicorn's lines
     uvicorn.run(app, host=host, port=port, log_level="info")
 
 

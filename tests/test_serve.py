@@ -33,7 +33,8 @@ from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rs
 from feedmd.cli_delivery import tokens_group
 from feedmd.config import FeedConfig
 from feedmd.pipeline import run
-from feedmd.server import Scheduler, create_app, pipeline_scheduler
+from feedmd.scheduler import Scheduler, pipeline_scheduler
+from feedmd.server import create_app
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 

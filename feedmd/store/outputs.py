@@ -300,3 +300,89 @@ class Outputs(Connected):
                 (iso(now), token_id),
             )
             return cursor.rowcount > 0
+
+    # ---- the LLM bundle and the digest (feedmd/exports) ------------------------------------
+
+    def visible_items(
+        self,
+        *,
+        feed: str | None = None,
+        org: str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[tuple[int, OutputItem]]:
+        """(seq, item) of the items of a feed or an org that became visible as kept (stored
+        kept by a run, or restored by a reviewer) after visibility seq ``after`` and are kept
+        now, oldest seq first; seq is the item's newest row of the log (migration 0010).
+
+        Both reads run in one read transaction: the seqs and the items are one snapshot."""
+        where, params = ["v.seq > ?"], [after]
+        if feed is not None:
+            where.append(
+                "v.item_id IN (SELECT i.id FROM items i JOIN feeds f"
+                " ON f.id = i.feed_id WHERE f.name = ?)"
+            )
+            params.append(feed)
+        if org is not None:
+            where.append("v.org_id = (SELECT id FROM orgs WHERE name = ?)")
+            params.append(org)
+        self._conn.execute("BEGIN")
+        try:
+            seqs = self._conn.execute(
+                "SELECT v.item_id, MAX(v.seq) FROM visibility v JOIN items i ON i.id = v.item_id"
+                f" WHERE i.decision = 'kept' AND {' AND '.join(where)}"
+                " GROUP BY v.item_id ORDER BY MAX(v.seq) LIMIT ?",
+                (*params, -1 if limit is None else limit),
+            ).fetchall()
+            items = self.items_by_id([row[0] for row in seqs])
+        finally:
+            self._conn.execute("COMMIT")
+        seq_of = dict(seqs)
+        return [(seq_of[item.item_id], item) for item in items]
+
+    def digest_items(
+        self,
+        *,
+        feed: str | None = None,
+        org: str | None = None,
+        run_id: int | None = None,
+        published_from: datetime | None = None,
+        published_to: datetime | None = None,
+    ) -> list[OutputItem]:
+        """The kept items of a feed or an org stored by run ``run_id`` and/or published in
+        [``published_from``, ``published_to``), newest first (a digest's stories)."""
+        where: list[str] = ["i.decision = 'kept'"]
+        params: list[Any] = []
+        for clause, value in (
+            ("f.name = ?", feed),
+            ("o.name = ?", org),
+            ("i.run_id = ?", run_id),
+            ("i.published_at >= ?", published_from and iso(published_from)),
+            ("i.published_at < ?", published_to and iso(published_to)),
+        ):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        rows = self._conn.execute(
+            f"{_ITEM_SELECT} WHERE {' AND '.join(where)} ORDER BY i.published_at DESC, i.id DESC",
+            params,
+        ).fetchall()
+        return _with_duplicates(self._conn, rows)
+
+    def visibility_head(
+        self, *, feed: str | None = None, org: str | None = None
+    ) -> tuple[int, datetime | None]:
+        """(the newest visibility seq of the store, the newest published time of the kept
+        items of the feed or org): where a digest's cursor starts, and its default day."""
+        (seq,) = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM visibility").fetchone()
+        where, params = ["i.decision = 'kept'"], []
+        if feed is not None:
+            where.append("i.feed_id = (SELECT id FROM feeds WHERE name = ?)")
+            params.append(feed)
+        if org is not None:
+            where.append("i.org_id = (SELECT id FROM orgs WHERE name = ?)")
+            params.append(org)
+        (newest,) = self._conn.execute(
+            f"SELECT MAX(i.published_at) FROM items i WHERE {' AND '.join(where)}", params
+        ).fetchone()
+        return int(seq), parse_iso(newest) if newest else None
