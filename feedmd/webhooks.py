@@ -39,17 +39,14 @@ import logging
 import os
 import random
 import secrets
-import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpcore
 import httpx
 from standardwebhooks.webhooks import Webhook
 
@@ -60,6 +57,7 @@ from feedmd.settings import Settings
 from feedmd.store import Store
 from feedmd.store.queue import EndpointSpec, PendingDelivery
 from feedmd.timeutil import iso, utcnow
+from feedmd.webhook_transport import deadline, deadline_client
 
 log = logging.getLogger(__name__)
 
@@ -110,112 +108,10 @@ def claim_seconds(policy: WebhookPolicy) -> float:
     return policy.timeout_seconds * 3 + 60
 
 
-class _Deadline(threading.local):
-    """The monotonic time by which the current thread's POST must be over (None: none)."""
-
-    at: float | None = None
-
-    def clamp(self, timeout: float | None, error: type[Exception]) -> float | None:
-        """``timeout`` cut to the time left; ``error`` when none is left."""
-        if self.at is None:
-            return timeout
-        left = self.at - time.monotonic()
-        if left <= 0:
-            raise error("webhook POST deadline passed")
-        return left if timeout is None else min(timeout, left)
-
-
-_DEADLINE = _Deadline()
-
-
-@contextmanager
-def _deadline(seconds: float | None) -> Iterator[None]:
-    _DEADLINE.at = None if seconds is None else time.monotonic() + seconds
-    try:
-        yield
-    finally:
-        _DEADLINE.at = None
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every read and write waits at most until the POST's deadline."""
-
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _DEADLINE.clamp(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _DEADLINE.clamp(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: Any,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        wrapped = self._inner.start_tls(
-            ssl_context, server_hostname, _DEADLINE.clamp(timeout, httpcore.ConnectTimeout)
-        )
-        return _DeadlineStream(wrapped)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's network backend with every connect, read and write cut to the deadline."""
-
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_tcp(
-            host,
-            port,
-            _DEADLINE.clamp(timeout, httpcore.ConnectTimeout),
-            local_address,
-            socket_options,
-        )
-        return _DeadlineStream(stream)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        raise httpcore.ConnectError("webhooks are sent over TCP only")
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
 def webhook_client(policy: WebhookPolicy) -> httpx.Client:
     """The client deliveries use: redirects not followed, ``HTTP(S)_PROXY`` ignored, and a
     connection layer that holds each POST to ``post``'s whole-request deadline."""
-    transport = httpx.HTTPTransport()
-    # httpx has no public hook for the network backend (stages/http.py does the same for
-    # the SSRF guard); tests/test_webhooks.py fails loudly if a new httpcore moves it.
-    pool = transport._pool
-    if not hasattr(pool, "_network_backend"):
-        raise RuntimeError("httpcore changed: cannot install the webhook deadline")
-    pool._network_backend = _DeadlineBackend(pool._network_backend)
-    return httpx.Client(
-        transport=transport,
-        timeout=policy.timeout_seconds,
-        follow_redirects=False,
-        headers={"User-Agent": policy.user_agent},
-        trust_env=False,
-    )
+    return deadline_client(policy.timeout_seconds, policy.user_agent)
 
 
 def endpoint_specs(config: Config) -> list[EndpointSpec]:
@@ -488,7 +384,7 @@ def post(
     }
     try:
         with (
-            _deadline(seconds),
+            deadline(seconds),
             client.stream("POST", url, content=body, headers=headers) as response,
         ):
             status = response.status_code
