@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from feedmd.errors import ConfigError
-from feedmd.settings import SETTING_FIELDS, Settings, coerce_setting
+from feedmd.setting_values import coerce_setting
+from feedmd.settings import SETTING_FIELDS, Settings
 
 ENV_PREFIX = "FEEDMD_"
 FEED_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

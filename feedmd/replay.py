@@ -30,7 +30,8 @@ from typing import Any
 from feedmd import pipeline
 from feedmd.config import Config
 from feedmd.models import Candidate, Entry, Page
-from feedmd.settings import Settings, settings_from_record
+from feedmd.setting_values import settings_from_record
+from feedmd.settings import Settings
 from feedmd.stages import scrape
 from feedmd.store import Store, connect_store, open_store
 from feedmd.store.audit import OVERRIDE_RULE

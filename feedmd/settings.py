@@ -1,22 +1,17 @@
 """The pipeline's settings: every tunable as one flat, frozen dataclass.
 
 Each field carries its help text and its bounds in ``metadata``; the TOML loader, the
-environment reader and the CLI flags (``config.py``, ``cli_options.py``) are all generated
-from those fields, so a new setting is added in one place. ``coerce_setting`` converts and
+environment reader and the CLI flags (``config.py``, ``cli_common.py``) are all generated
+from those fields, so a new setting is added in one place. ``setting_values.coerce_setting`` converts and
 checks one raw value, naming the key and where it came from when it is bad.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from feedmd.errors import ConfigError
 
 
 def _setting(
@@ -460,66 +455,3 @@ SETTING_FIELDS: dict[str, dataclasses.Field[Any]] = {
 def redact_password(url: str) -> str:
     """``http://user:secret@proxy:3128`` -> ``http://user:***@proxy:3128``."""
     return re.sub(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)[^@/]*@", r"\1***@", url, flags=re.I)
-
-
-def coerce_setting(name: str, raw: Any, origin: str) -> Any:
-    """Convert and check one setting value; raise ConfigError naming the key and origin.
-
-    ``raw`` may be a TOML value or a string (environment variable, CLI flag).
-    """
-    spec = SETTING_FIELDS.get(name)
-    if spec is None:
-        close = difflib.get_close_matches(name, list(SETTING_FIELDS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"{origin}: unknown setting {name!r}{hint}")
-    kind = type(spec.default)
-    value: Any
-    try:
-        if kind is bool:
-            value = _to_bool(raw)
-        elif kind is int:
-            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-                raise ValueError
-            value = int(raw)
-        elif kind is float:
-            if isinstance(raw, bool):
-                raise ValueError
-            value = float(raw)
-            if not math.isfinite(value):
-                raise ValueError
-        else:
-            if not isinstance(raw, str):
-                raise ValueError
-            value = raw
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"{origin}: setting {name!r} must be {kind.__name__}, got {raw!r}"
-        ) from None
-    meta = spec.metadata
-    if meta["minimum"] is not None and value < meta["minimum"]:
-        raise ConfigError(f"{origin}: setting {name!r} must be >= {meta['minimum']}, got {value!r}")
-    if meta["maximum"] is not None and value > meta["maximum"]:
-        raise ConfigError(f"{origin}: setting {name!r} must be <= {meta['maximum']}, got {value!r}")
-    if meta["choices"] is not None and value not in meta["choices"]:
-        raise ConfigError(
-            f"{origin}: setting {name!r} must be one of {', '.join(meta['choices'])}; got {value!r}"
-        )
-    return value
-
-
-def _to_bool(raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in {"1", "true", "yes", "on"}:
-        return True
-    if text in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError(raw)
-
-
-def settings_from_record(record: Mapping[str, Any], base: Settings | None = None) -> Settings:
-    """Settings recorded with a run (``runs.settings_json``); keys this version does not
-    know are ignored and missing ones take their defaults."""
-    known = {k: v for k, v in record.items() if k in SETTING_FIELDS}
-    return dataclasses.replace(base or Settings(), **known)

@@ -25,7 +25,8 @@ from feedmd.evaluation.headlines import (
 )
 from feedmd.evaluation.pages import evaluate_pages
 from feedmd.evaluation.reprints import evaluate_reprints
-from feedmd.settings import Settings, coerce_setting
+from feedmd.setting_values import coerce_setting
+from feedmd.settings import Settings
 
 
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
