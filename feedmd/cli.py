@@ -620,8 +620,9 @@ def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> No
 
 def _register_delivery_commands() -> None:
     from feedmd.cli_delivery import COMMANDS
+    from feedmd.cli_retry import COMMANDS as RETRY_COMMANDS
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, *RETRY_COMMANDS):
         main.add_command(command)
 
 

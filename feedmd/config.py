@@ -261,6 +261,41 @@ class Settings:
         "scrape benchmark's ~70 pages/s, 2,000 pages take about 30 s of a 15-minute cycle.",
         minimum=1,
     )
+    item_retry_base_minutes: float = _setting(
+        10.0,
+        "A page that failed for a transient reason (timeout, connection error, 429, 5xx, "
+        "404 / 410 in the grace period) is fetched again by a later run after this long, "
+        "doubling after each failed attempt: 10 min is under one 15-minute poll cycle, so "
+        "the next run already retries it.",
+        minimum=0,
+    )
+    item_retry_max_hours: float = _setting(
+        6.0,
+        "The longest wait between two retries of a failed page (the backoff's cap); retries "
+        "stop anyway when the item's dedup window ends. 6 h: a 48 h window still gets "
+        "about ten attempts.",
+        minimum=0,
+    )
+    item_retry_gone_grace_hours: float = _setting(
+        2.0,
+        "A 404 or 410 is retried only this long after the entry was first seen (a feed "
+        "often lists an article minutes before the publisher's deploy serves it); after "
+        "that it is permanent and the retries stop.",
+        minimum=0,
+    )
+    item_retries_per_run: int = _setting(
+        200,
+        "Failed pages one run fetches again at most (the oldest due first; the others wait "
+        "for the next run): a tenth of max_pages_per_run, so retries never crowd out new "
+        "entries.",
+        minimum=0,
+    )
+    feed_retry_base_minutes: float = _setting(
+        2.0,
+        "A feed whose fetch failed is due again after this long, doubling with each failure "
+        "in a row, never later than its poll interval.",
+        minimum=0,
+    )
     max_entries_per_feed: int = _setting(
         1000,
         "Entries read from one feed document (the first listed; the rest are counted and "

@@ -21,7 +21,7 @@ MAX_LINES = 500
 OVERSIZED = {
     # settings, their validation and the TOML / environment / flag layers: issue 12 left
     # them alone; splitting them is its own change
-    "feedmd/config.py": 730,
+    "feedmd/config.py": 780,
     # every command's options and output: to be split per command group like cli_delivery.py
     "feedmd/cli.py": 640,
 }

@@ -14,9 +14,11 @@ from typing import Any
 
 from feedmd.config import Config, Settings
 from feedmd.models import Decision, FeedResult, Page, Stage1Result
+from feedmd.stages import retry
 from feedmd.stages.headlines import to_signed64
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.resolve import LinkResolution
+from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
 from feedmd.store.schema import Connected, transaction
 from feedmd.timeutil import iso
@@ -24,10 +26,13 @@ from feedmd.timeutil import iso
 
 @dataclass(frozen=True)
 class StoredItems:
-    """Ids given to this run's items, keyed by entry key, and the kept ones."""
+    """Ids given to this run's items, keyed by entry key, and the kept ones (recovered
+    failed items now kept included); how many retries stopped because their item left its
+    dedup window."""
 
     ids: dict[str, int]
     kept: list[int]
+    retries_expired: int = 0
 
 
 # A body fingerprinted again (other prose settings): the one statement both the scrape's
@@ -110,11 +115,16 @@ class RunWrites(Connected):
         stage2: Mapping[str, Decision],
         settings: Settings,
         now: datetime,
+        retries: RetryBatch | None = None,
     ) -> StoredItems:
-        """Write the run's feeds state, bodies and items in one transaction."""
+        """Write the run's feeds state, bodies and items in one transaction; with
+        ``retries``, also the attempts and the recovered items' decisions (``stage2`` then
+        holds the decisions of the items fetched again, by their entry keys)."""
         version = prose_settings_version(settings)
-        ids: dict[str, int] = {}
+        # the items fetched again keep their ids: this run's matches may point at them
+        ids: dict[str, int] = {d.key: d.item_id for d in retries.due} if retries else {}
         kept: list[int] = []
+        expired = 0
         with transaction(self._db) as conn:
             for result in feeds:
                 self._update_feed(conn, result, now)
@@ -195,7 +205,13 @@ class RunWrites(Connected):
                             ids[candidate.key],
                         ),
                     )
-        return StoredItems(ids=ids, kept=kept)
+            if retries is not None:
+                again = {c.key: c for c in retry.candidates(retries.due)}
+                recovered, expired = self._write_retries(  # type: ignore[attr-defined]
+                    conn, run_id, retries, stage2, again, ids, body_ids, now
+                )
+                kept += recovered
+        return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
     def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
         if result.status == "deferred":
