@@ -90,6 +90,7 @@ def run(
         timer = _Timer()
         try:
             with timer.step("fetch"):  # 1
+                specs = store.feed_specs(f.name for f in config.feeds)
                 fetched, entries = _fetch(store, config, now, force)
                 due = _due_retries(store, config, now)
             with timer.step("stage1"):  # 2
@@ -120,6 +121,7 @@ def run(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )
             report = with_retry_counts(report, retries, stored.retries_expired)
+            report = dataclasses.replace(report, feeds_not_due=fetch.not_due(specs, now, force))
         except BaseException as exc:
             store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")
             raise

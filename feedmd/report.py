@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_PARTIAL = 3
+# How many feeds not due the terminal report names (the JSON report has them all).
+NOT_DUE_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class RunReport:
     retried: int = 0
     recovered: int = 0
     given_up: int = 0
+    # the configured feeds this run left alone, with when each is due (a failed feed is
+    # due sooner than its poll interval)
+    feeds_not_due: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data."""
@@ -93,6 +98,13 @@ class RunReport:
             f"messages ({self.webhook_failed_attempts} failed attempts)",
             f"  time         {timing}",
         ]
+        if self.feeds_not_due:
+            shown = sorted(self.feeds_not_due.items(), key=lambda item: (item[1], item[0]))
+            names = ", ".join(f"{name} (due {due})" for name, due in shown[:NOT_DUE_SHOWN])
+            more = len(shown) - NOT_DUE_SHOWN
+            lines.append(
+                f"  not due      {len(shown)}: {names}" + (f" and {more} more" if more > 0 else "")
+            )
         lines += [
             f"  feed error   {name}: {error}" for name, error in sorted(self.feed_errors.items())
         ]

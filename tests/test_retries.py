@@ -253,3 +253,45 @@ def test_retries_per_run_are_bounded(site: Site, store: Store) -> None:
     assert (second.retried, second.recovered) == (2, 2)
     third = run(store, cfg, now=at(12, 45), force=True)
     assert (third.retried, third.recovered) == (1, 1)
+
+
+# ---- feeds --------------------------------------------------------------------------------
+
+
+def test_a_failed_feed_is_retried_sooner_than_its_poll_interval(
+    site: Site, store: Store, tmp_path: Path
+) -> None:
+    one_feed_site(site)
+    site.route(FEED, status=503, fail_times=2)
+    server = site.start()
+    first = run(store, config(server), now=at(12))
+    assert first.feeds_failed == 1
+    (spec,) = store.feed_specs(["a"])
+    assert spec.error_streak == 1 and spec.next_due_at == at(12, 2)
+
+    early = run(store, config(server), now=at(12, 1))
+    assert early.feeds == 0 and early.feeds_not_due == {"a": "2026-10-12T12:02:00Z"}
+    assert "not due      1: a (due 2026-10-12T12:02:00Z)" in early.render()
+
+    second = run(store, config(server), now=at(12, 2))
+    assert second.feeds_failed == 1
+    (spec,) = store.feed_specs(["a"])
+    assert spec.error_streak == 2 and spec.next_due_at == at(12, 6)  # the backoff doubles
+    assert run(store, config(server), now=at(12, 5)).feeds == 0
+
+    db = str(tmp_path / "feedmd.db")
+    listed = CliRunner().invoke(main, ["feeds", "--db", db])
+    assert listed.exit_code == 0, listed.output
+    assert "a [org] error (HTTP 503); error streak 2; next due 2026-10-12T12:06:00Z" in (
+        listed.output
+    )
+    assert "last error:" in listed.output
+
+    third = run(store, config(server), now=at(12, 6))
+    assert third.feeds == 1 and third.feeds_failed == 0 and third.kept == 2
+    (spec,) = store.feed_specs(["a"])
+    assert spec.error_streak == 0 and spec.next_due_at is None
+    # back to its poll interval
+    assert run(store, config(server), now=at(12, 10)).feeds_not_due == {"a": "2026-10-12T12:21:00Z"}
+    listed = CliRunner().invoke(main, ["feeds", "--db", db, "--json"])
+    assert '"error_streak": 0' in listed.output

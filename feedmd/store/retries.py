@@ -76,6 +76,28 @@ class Retries(Connected):
             )
             return cursor.rowcount
 
+    def feed_statuses(self) -> list[dict[str, Any]]:
+        """Every stored feed with its org, poll interval, last fetch and status, last
+        error, error streak and retry time (``feedmd feeds``)."""
+        keys = (
+            "name",
+            "org",
+            "url",
+            "poll_minutes",
+            "last_fetched_at",
+            "last_status",
+            "last_http_status",
+            "last_error",
+            "error_streak",
+            "next_due_at",
+        )
+        rows = self._conn.execute(
+            "SELECT f.name, o.name, f.url, f.poll_minutes, f.last_fetched_at, f.last_status,"
+            " f.last_http_status, f.last_error, f.error_streak, f.next_due_at"
+            " FROM feeds f JOIN orgs o ON o.id = f.org_id ORDER BY o.name, f.name"
+        ).fetchall()
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
     def retry_state(self, item_id: int) -> dict[str, Any] | None:
         """An item's retry record with its attempts, oldest first (None if it never
         failed)."""

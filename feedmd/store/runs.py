@@ -127,7 +127,7 @@ class RunWrites(Connected):
         expired = 0
         with transaction(self._db) as conn:
             for result in feeds:
-                self._update_feed(conn, result, now)
+                self._update_feed(conn, result, now, settings)
             body_ids = {
                 key: self._upsert_body(conn, page, version, now)
                 for key, page in pages.items()
@@ -213,20 +213,29 @@ class RunWrites(Connected):
                 kept += recovered
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
-    def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
+    def _update_feed(
+        self, conn: sqlite3.Connection, result: FeedResult, now: datetime, settings: Settings
+    ) -> None:
         if result.status == "deferred":
             return  # left for the next run: its fetch state stays as it was
         if result.status == "error":
+            # one more failure in a row: due again after a backoff, sooner than its poll
+            row = conn.execute(
+                "SELECT error_streak, poll_minutes FROM feeds WHERE name = ?", (result.feed,)
+            ).fetchone()
+            streak = (row[0] if row else 0) + 1
+            due = now + retry.feed_due_after_error(streak, row[1] if row else 0, settings)
             conn.execute(
                 "UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
-                " last_http_status = ?, last_error = ? WHERE name = ?",
-                (iso(now), result.http_status, result.error, result.feed),
+                " last_http_status = ?, last_error = ?, error_streak = ?, next_due_at = ?"
+                " WHERE name = ?",
+                (iso(now), result.http_status, result.error, streak, iso(due), result.feed),
             )
             return
         conn.execute(
             "UPDATE feeds SET etag = ?, last_modified = ?, last_fetched_at = ?,"
-            " last_status = ?, last_http_status = ?, last_error = NULL"
-            " WHERE name = ?",
+            " last_status = ?, last_http_status = ?, last_error = NULL, error_streak = 0,"
+            " next_due_at = NULL WHERE name = ?",
             (
                 result.etag,
                 result.last_modified,
