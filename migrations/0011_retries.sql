@@ -49,3 +49,14 @@ FROM items WHERE decision = 'failed';
 -- (sooner than its poll interval, with backoff). Both cleared by a successful fetch.
 ALTER TABLE feeds ADD COLUMN error_streak INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE feeds ADD COLUMN next_due_at TEXT;
+
+-- Review corrections reach every endpoint once per state change (issue 14, part 3). A
+-- message queued because a reviewer's override made an item kept again names that
+-- override: per-item messages carry it in their target ('webhook:<endpoint>/override:<id>',
+-- so UNIQUE (item_id, target) now means once per endpoint and state change), and a
+-- correction batch is keyed on (endpoint, run, override) instead of (endpoint, run), so the
+-- run's own batch no longer swallows it.
+ALTER TABLE deliveries ADD COLUMN override_id INTEGER REFERENCES overrides(id);
+DROP INDEX deliveries_batch_run;
+CREATE UNIQUE INDEX deliveries_batch_run
+    ON deliveries (endpoint_id, run_id, COALESCE(override_id, 0)) WHERE batch = 1;
