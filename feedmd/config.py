@@ -261,6 +261,14 @@ class Settings:
         "scrape benchmark's ~70 pages/s, 2,000 pages take about 30 s of a 15-minute cycle.",
         minimum=1,
     )
+    run_deadline_seconds: float = _setting(
+        600.0,
+        "A run stops waiting for pages this long after it started: the feeds whose pages "
+        "are not done are left whole for the next run (not failed, fetch state untouched), "
+        "so pages that never finish cannot hold the org's lease for long. 600 s: well "
+        "inside a 15-minute cycle, twenty times the 2,000-page budget's 30 s.",
+        minimum=1,
+    )
     item_retry_base_minutes: float = _setting(
         10.0,
         "A page that failed for a transient reason (timeout, connection error, 429, 5xx, "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -84,6 +84,7 @@ def run(
     """
     now = (now or utcnow()).replace(microsecond=0)
     settings = config.settings
+    deadline = time.monotonic() + settings.run_deadline_seconds
     store.sync_feeds(config)
     with store.run_lease(config.orgs, now, settings) as lease:
         run_id = lease.run_id
@@ -98,9 +99,13 @@ def run(
                     store, fetched, entries, settings, now, due
                 )
             with timer.step("scrape"):  # 3
-                source = web_pages(store, settings, on_page)
+                source = web_pages(store, settings, on_page, deadline)
                 first, pages = scrape_step(store, entries, window, first, settings, now, source)
+                fetched, entries, first = past_deadline(
+                    fetched, entries, window, first, pages, settings, now
+                )
                 pages = retry_pages(store, due, pages, settings, source)
+                due = [d for d in due if _page_key(d) in pages]  # the others wait
             with timer.step("stage2"):  # 4
                 final = decide_bodies(
                     retry.with_retries(first, due), pages, window.snapshot, settings, now
@@ -188,24 +193,68 @@ def _stage1(
     deferred = scrape.over_budget(first, stored, settings.max_pages_per_run)
     if deferred:
         entries = [e for e in entries if e.feed not in deferred]
-        fetched = [
-            dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
-            for r in fetched
-        ]
+        fetched = _defer(fetched, deferred)
         first = stage1.decide(entries, window.snapshot, window.known, settings, now)
     return fetched, entries, window, first
 
 
+def _defer(fetched: list[FeedResult], deferred: Collection[str]) -> list[FeedResult]:
+    """The feed results with the ``deferred`` feeds left for the next run: no entries,
+    fetch state untouched (``RunWrites.persist`` skips them)."""
+    return [
+        dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
+        for r in fetched
+    ]
+
+
+def past_deadline(
+    fetched: list[FeedResult],
+    entries: list[Entry],
+    window: Window,
+    first: Stage1Result,
+    pages: dict[PageKey, Page],
+    settings: Settings,
+    now: datetime,
+) -> tuple[list[FeedResult], list[Entry], Stage1Result]:
+    """Step 3 after the run's deadline (``run_deadline_seconds``): a survivor whose page is
+    not done leaves its feed for the next run, whole, like the page budget does; stage 1
+    decides the other feeds' entries again (a copy of a left entry may now survive: it
+    needs its page, or its feed is left too). The pages done stay (stored, reused next
+    time)."""
+    deferred: set[str] = set()
+    while True:
+        late = {c.entry.feed for c in first.survivors if (c.entry.org, c.page_key) not in pages}
+        if not late:
+            break
+        deferred |= late
+        entries = [e for e in entries if e.feed not in deferred]
+        failed = frozenset(
+            c.key
+            for c in first.survivors
+            if (page := pages.get((c.entry.org, c.page_key))) and page.status == "failed"
+        )
+        first = stage1.decide(entries, window.snapshot, window.known, settings, now, failed)
+    return (_defer(fetched, deferred) if deferred else fetched), entries, first
+
+
+def _page_key(due: DueRetry) -> PageKey:
+    candidate = stage1.prepare(due.entry)
+    return candidate.entry.org, candidate.page_key
+
+
 def web_pages(
-    store: Store, settings: Settings, on_page: Callable[[int, int], None] | None = None
+    store: Store,
+    settings: Settings,
+    on_page: Callable[[int, int], None] | None = None,
+    deadline: float | None = None,
 ) -> PageSource:
     """A run's page source: the known pages reused, the others fetched (conditionally
-    when another org stored a copy)."""
+    when another org stored a copy); pages not done by ``deadline`` are left out."""
 
     def source(survivors: list[Candidate], known: dict[PageKey, Page]) -> dict[PageKey, Page]:
         keys = scrape.page_keys(survivors)
         elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
-        return scrape.scrape(survivors, known, settings, on_page, elsewhere)
+        return scrape.scrape(survivors, known, settings, on_page, elsewhere, deadline)
 
     return source
 
