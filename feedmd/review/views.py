@@ -52,6 +52,7 @@ SECURITY_HEADERS = {
 NOTICES = {
     "restored": "Item {item} is back in its feed; its webhooks are queued.",
     "merged": "Item {item} is now marked a duplicate of item {other}.",
+    "retry": "Item {item} is due: the next run fetches its page again.",
     "signed-in": "Signed in.",
     "signed-out": "Signed out.",
 }
@@ -355,6 +356,22 @@ def merge(context: ReviewContext, request: Request, form: dict[str, str]) -> Res
     return _override(context, request, form, "merge")
 
 
+def retry(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
+    """ "Retry": a failed item is due at once (``feedmd retry --item``)."""
+    item_id = int(request.path_params["item_id"])
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        found = store.item_rows([item_id])
+        if not found:
+            return _error(request, viewer, 404, f"No item {item_id}.")
+        if not viewer.can_see(found[0].org):
+            return _hidden(request, viewer, item_id)
+        if not store.schedule_retries(item_id=item_id):
+            return _error(request, viewer, 409, f"Item {item_id} is not a failed item.")
+    target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
+    return _redirect(_with_notice(target, notice="retry", item=item_id))
+
+
 def login(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
     """Check the token and keep it in an HttpOnly cookie (auth.py says why)."""
     token = form.get("token", "").strip()
@@ -405,4 +422,5 @@ def routes(context: ReviewContext) -> list[Route]:
             methods=["POST"],
         ),
         Route("/review/items/{item_id:int}/merge", _post(context, merge), methods=["POST"]),
+        Route("/review/items/{item_id:int}/retry", _post(context, retry), methods=["POST"]),
     ]
