@@ -390,8 +390,9 @@ def _register_commands() -> None:
     from feedmd.cli_delivery import COMMANDS as DELIVERY
     from feedmd.cli_eval import COMMANDS as EVALUATION
     from feedmd.cli_feeds import COMMANDS as FEEDS
+    from feedmd.cli_retry import COMMANDS as RETRY
 
-    for command in (*EVALUATION, *DELIVERY, *FEEDS):
+    for command in (*EVALUATION, *DELIVERY, *FEEDS, *RETRY):
         main.add_command(command)
     _help_everywhere(main)
 

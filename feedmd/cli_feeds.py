@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -321,24 +321,32 @@ def feeds_remove(name: str, config_path: str | None) -> None:
 
 
 def _feed_rows(config: Config) -> list[dict[str, Any]]:
-    """The configured feeds with their stored state (when the database exists)."""
+    """The configured feeds with their stored state (when the database exists): status,
+    last error, error streak, and the next due time (a failed feed's retry time when it
+    comes before its poll)."""
+    from feedmd.models import FeedSpec
+    from feedmd.stages.fetch import next_due
     from feedmd.store import connect_store
 
     states: dict[str, dict[str, Any]] = {}
     if Path(config.database).exists():
         store = connect_store(config.database)
         try:
-            states = store.feed_states()
+            states = {row["name"]: row for row in store.feed_statuses()}
         finally:
             store.close()
     rows = []
     for feed in config.feeds:
         state = states.get(feed.name, {})
         fetched = state.get("last_fetched_at")
-        next_due = (
-            (parse_iso(fetched) + timedelta(minutes=feed.poll_minutes)).isoformat()
-            if fetched
-            else None
+        retry_at = state.get("next_due_at")
+        spec = FeedSpec(
+            name=feed.name,
+            org=feed.org,
+            url=feed.url,
+            poll_minutes=feed.poll_minutes,
+            last_fetched_at=parse_iso(fetched) if fetched else None,
+            next_due_at=parse_iso(retry_at) if retry_at else None,
         )
         rows.append(
             {
@@ -351,8 +359,9 @@ def _feed_rows(config: Config) -> list[dict[str, Any]]:
                 "status": state.get("last_status") or "never fetched",
                 "last_http_status": state.get("last_http_status"),
                 "last_error": state.get("last_error"),
+                "error_streak": state.get("error_streak") or 0,
                 "last_fetched_at": fetched,
-                "next_due": next_due,
+                "next_due": next_due(spec).isoformat() if fetched else None,
             }
         )
     return rows
@@ -363,7 +372,9 @@ def _feed_rows(config: Config) -> list[dict[str, Any]]:
 @config_option
 @db_option
 def feeds_list(as_json: bool, config_path: str | None, db: str | None) -> None:
-    """List the configured feeds with their status, last error and next due time."""
+    """List the configured feeds with their status, last error, error streak and next due
+    time (a failed feed is due again after feed_retry_base_minutes, doubling with each
+    failure in a row, never later than its poll)."""
     from feedmd.cli_common import load
 
     config = load(config_path, None, db)
@@ -382,8 +393,11 @@ def feeds_list(as_json: bool, config_path: str | None, db: str | None) -> None:
         else:
             when = datetime.fromisoformat(row["next_due"])
             due = "due now" if when <= now else f"next due {row['next_due']}"
+        streak = f"; error streak {row['error_streak']}" if row["error_streak"] else ""
         error = f"; last error: {row['last_error']}" if row["last_error"] else ""
-        click.echo(f"{row['name']}\t{row['org']}\t{row['status']}\t{due}\t{row['url']}{error}")
+        click.echo(
+            f"{row['name']}\t{row['org']}\t{row['status']}\t{due}\t{row['url']}{streak}{error}"
+        )
 
 
 # ---- OPML -----------------------------------------------------------------------------------

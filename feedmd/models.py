@@ -33,6 +33,10 @@ class FeedSpec:
     etag: str | None = None
     last_modified: str | None = None
     last_fetched_at: datetime | None = None
+    # after failed fetches: how many in a row, and when it is due again (sooner than
+    # poll_minutes, ``stages/retry.py``); 0 and None after a successful fetch
+    error_streak: int = 0
+    next_due_at: datetime | None = None
 
 
 @dataclass(frozen=True)

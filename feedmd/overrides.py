@@ -65,12 +65,15 @@ def restore(
     """ "Not a duplicate": put a dropped item back in its feed.
 
     The item is marked kept (rule ``override``, no match, no score), the override is
-    recorded with ``who`` and ``now``, then its webhooks are queued like a new kept item's
-    (each endpoint gets it once, ever) and, with ``output``, the files of its feed and of
-    the item it had matched are rewritten (the latter's "also published by" shrinks).
+    recorded with ``who`` and ``now``, then its webhooks are queued for every endpoint,
+    per-item or batch, once for this override (``feedmd.corrections``: a restore after a
+    merge sends it again) and, with ``output``, the files of its feed and of the item it
+    had matched are rewritten (the latter's "also published by" shrinks).
     """
     record, feeds = store.restore_item(item_id, who, now)
-    _queue_webhooks(store, [item_id], retry_hours, now)
+    from feedmd.corrections import enqueue_correction  # webhooks -> render -> config
+
+    enqueue_correction(store, item_id, record.id, retry_hours, now)
     if output is not None:
         rewrite_files(store, feeds, output)
     return record
@@ -97,15 +100,6 @@ def merge(
     if output is not None:
         rewrite_files(store, feeds, output)
     return record
-
-
-def _queue_webhooks(store: Store, item_ids: list[int], retry_hours: float, now: datetime) -> int:
-    """Queue the items for their endpoints; the next delivery pass (the server's scheduler
-    or the next run) sends them."""
-    from feedmd import webhooks  # webhooks imports the renderer, which imports config
-
-    policy = webhooks.WebhookPolicy(retry_hours=retry_hours)
-    return webhooks.enqueue_items(store, item_ids, policy, now)
 
 
 def rewrite_files(store: Store, feeds: Iterable[str], output: FileOutput) -> None:

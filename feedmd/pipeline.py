@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from feedmd.config import Config
 from feedmd.models import (
@@ -43,9 +43,10 @@ from feedmd.models import (
     Stage1Result,
     WindowSnapshot,
 )
-from feedmd.report import RunReport, build_report
+from feedmd.report import RunReport, build_report, with_retry_counts
 from feedmd.settings import Settings
-from feedmd.stages import deliver, fetch, scrape, stage1, stage2
+from feedmd.stages import deliver, fetch, retry, scrape, stage1, stage2
+from feedmd.stages.retry import DueRetry, RetryBatch
 from feedmd.store import Store
 from feedmd.timeutil import iso, utcnow
 
@@ -84,22 +85,37 @@ def run(
     """
     now = (now or utcnow()).replace(microsecond=0)
     settings = config.settings
+    deadline = time.monotonic() + settings.run_deadline_seconds
     store.sync_feeds(config)
     with store.run_lease(config.orgs, now, settings) as lease:
         run_id = lease.run_id
         timer = _Timer()
         try:
             with timer.step("fetch"):  # 1
+                specs = store.feed_specs(f.name for f in config.feeds)
                 fetched, entries = _fetch(store, config, now, force)
+                due = _due_retries(store, config, now)
             with timer.step("stage1"):  # 2
-                fetched, entries, window, first = _stage1(store, fetched, entries, settings, now)
+                fetched, entries, window, first = _stage1(
+                    store, fetched, entries, settings, now, due
+                )
             with timer.step("scrape"):  # 3
-                source = web_pages(store, settings, on_page)
+                source = web_pages(store, settings, on_page, deadline)
                 first, pages = scrape_step(store, entries, window, first, settings, now, source)
+                fetched, entries, first = past_deadline(
+                    fetched, entries, window, first, pages, settings, now
+                )
+                pages = retry_pages(store, due, pages, settings, source)
+                due = [d for d in due if _page_key(d) in pages]  # the others wait
             with timer.step("stage2"):  # 4
-                final = decide_bodies(first, pages, window.snapshot, settings, now)
+                final = decide_bodies(
+                    retry.with_retries(first, due), pages, window.snapshot, settings, now
+                )
+                retries = _retry_batch(config, first, due, final, now)
             with timer.step("store"):  # 5
-                stored = store.persist(run_id, fetched, first, pages, final, settings, now)
+                stored = store.persist(
+                    run_id, fetched, first, pages, final, settings, now, retries=retries
+                )
             with timer.step("deliver"):  # 6
                 items = [*lease.recovered_items, *stored.kept]
                 delivered = (
@@ -110,6 +126,8 @@ def run(
             report = build_report(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )
+            report = with_retry_counts(report, retries, stored.retries_expired)
+            report = dataclasses.replace(report, feeds_not_due=fetch.not_due(specs, now, force))
         except BaseException as exc:
             store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")
             raise
@@ -145,13 +163,19 @@ PageSource = Callable[[list[Candidate], dict[PageKey, Page]], dict[PageKey, Page
 
 
 def decide_metadata(
-    store: Store, entries: list[Entry], settings: Settings, now: datetime
+    store: Store,
+    entries: list[Entry],
+    settings: Settings,
+    now: datetime,
+    retried: Sequence[Entry] = (),
 ) -> tuple[Window, Stage1Result]:
     """Step 2 proper: refresh window fingerprints made under other prose settings, load
-    the window, decide on metadata."""
+    the window (of the orgs of ``entries`` and of the failed items fetched again,
+    ``retried``), decide on metadata."""
     stale = store.stale_bodies(settings, now)
     store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
-    window = Window(store.snapshot(entries, settings, now), store.known_entries(entries))
+    snapshot = store.snapshot([*entries, *retried], settings, now)
+    window = Window(snapshot, store.known_entries(entries))
     return window, stage1.decide(entries, window.snapshot, window.known, settings, now)
 
 
@@ -161,32 +185,77 @@ def _stage1(
     entries: list[Entry],
     settings: Settings,
     now: datetime,
+    due: Sequence[DueRetry] = (),
 ) -> tuple[list[FeedResult], list[Entry], Window, Stage1Result]:
     """Step 2: ``decide_metadata``; feeds past the run's page budget are left for the next
     run (``scrape.over_budget``)."""
-    window, first = decide_metadata(store, entries, settings, now)
+    window, first = decide_metadata(store, entries, settings, now, [d.entry for d in due])
     stored = store.stored_page_keys(scrape.page_keys(first.survivors))
     deferred = scrape.over_budget(first, stored, settings.max_pages_per_run)
     if deferred:
         entries = [e for e in entries if e.feed not in deferred]
-        fetched = [
-            dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
-            for r in fetched
-        ]
+        fetched = _defer(fetched, deferred)
         first = stage1.decide(entries, window.snapshot, window.known, settings, now)
     return fetched, entries, window, first
 
 
+def _defer(fetched: list[FeedResult], deferred: Collection[str]) -> list[FeedResult]:
+    """The feed results with the ``deferred`` feeds left for the next run: no entries,
+    fetch state untouched (``RunWrites.persist`` skips them)."""
+    return [
+        dataclasses.replace(r, status="deferred", entries=()) if r.feed in deferred else r
+        for r in fetched
+    ]
+
+
+def past_deadline(
+    fetched: list[FeedResult],
+    entries: list[Entry],
+    window: Window,
+    first: Stage1Result,
+    pages: dict[PageKey, Page],
+    settings: Settings,
+    now: datetime,
+) -> tuple[list[FeedResult], list[Entry], Stage1Result]:
+    """Step 3 after the run's deadline (``run_deadline_seconds``): a survivor whose page is
+    not done leaves its feed for the next run, whole, like the page budget does; stage 1
+    decides the other feeds' entries again (a copy of a left entry may now survive: it
+    needs its page, or its feed is left too). The pages done stay (stored, reused next
+    time)."""
+    deferred: set[str] = set()
+    while True:
+        late = {c.entry.feed for c in first.survivors if (c.entry.org, c.page_key) not in pages}
+        if not late:
+            break
+        deferred |= late
+        entries = [e for e in entries if e.feed not in deferred]
+        failed = frozenset(
+            c.key
+            for c in first.survivors
+            if (page := pages.get((c.entry.org, c.page_key))) and page.status == "failed"
+        )
+        first = stage1.decide(entries, window.snapshot, window.known, settings, now, failed)
+    return (_defer(fetched, deferred) if deferred else fetched), entries, first
+
+
+def _page_key(due: DueRetry) -> PageKey:
+    candidate = stage1.prepare(due.entry)
+    return candidate.entry.org, candidate.page_key
+
+
 def web_pages(
-    store: Store, settings: Settings, on_page: Callable[[int, int], None] | None = None
+    store: Store,
+    settings: Settings,
+    on_page: Callable[[int, int], None] | None = None,
+    deadline: float | None = None,
 ) -> PageSource:
     """A run's page source: the known pages reused, the others fetched (conditionally
-    when another org stored a copy)."""
+    when another org stored a copy); pages not done by ``deadline`` are left out."""
 
     def source(survivors: list[Candidate], known: dict[PageKey, Page]) -> dict[PageKey, Page]:
         keys = scrape.page_keys(survivors)
         elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
-        return scrape.scrape(survivors, known, settings, on_page, elsewhere)
+        return scrape.scrape(survivors, known, settings, on_page, elsewhere, deadline)
 
     return source
 
@@ -225,3 +294,50 @@ def decide_bodies(
 ) -> dict[str, Decision]:
     """Step 4: stage 2 on the survivors' pages; every duplicate then points at a kept item."""
     return stage2.finalize(first, stage2.decide(first.survivors, pages, snapshot, settings, now))
+
+
+def _due_retries(store: Store, config: Config, now: datetime) -> list[DueRetry]:
+    """The failed items of the configured feeds whose retry is due (``stages/retry.py``),
+    at most ``item_retries_per_run``, the longest waiting first."""
+    settings = config.settings
+    if settings.item_retries_per_run <= 0:
+        return []
+    starts = now - timedelta(hours=settings.dedup_window_hours)
+    feeds = [f.name for f in config.feeds]
+    return store.due_retries(feeds, now, starts, settings.item_retries_per_run)
+
+
+def retry_pages(
+    store: Store,
+    due: Sequence[DueRetry],
+    pages: dict[PageKey, Page],
+    settings: Settings,
+    source: PageSource,
+) -> dict[PageKey, Page]:
+    """Step 3 for the failed items fetched again: their pages from ``source`` (a page this
+    run or the org already holds is reused), furniture lines left out."""
+    survivors = [c for c in retry.candidates(due) if (c.entry.org, c.page_key) not in pages]
+    if not survivors:
+        return pages
+    known = store.known_pages(scrape.page_keys(survivors), settings)
+    fetched = source(survivors, known)
+    fetched = scrape.without_furniture(fetched, store.line_counts(fetched.values()), settings)
+    return {**pages, **fetched}
+
+
+def _retry_batch(
+    config: Config,
+    first: Stage1Result,
+    due: Sequence[DueRetry],
+    final: dict[str, Decision],
+    now: datetime,
+) -> RetryBatch:
+    """What step 5 records of retries: every failed or recovering attempt with the
+    policy's verdict, and the window start before which waiting retries are given up."""
+    settings = config.settings
+    return RetryBatch(
+        due=tuple(due),
+        attempts=tuple(retry.attempts_of(first, due, final, settings, now)),
+        feeds=tuple(f.name for f in config.feeds),
+        window_starts=now - timedelta(hours=settings.dedup_window_hours),
+    )

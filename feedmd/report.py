@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from feedmd.models import Decision, FeedResult, Page, Stage1Result
 
 if TYPE_CHECKING:
     from feedmd.stages.deliver import Delivered
+    from feedmd.stages.retry import RetryBatch
 
 EXIT_OK = 0
 EXIT_PARTIAL = 3
+# How many feeds not due the terminal report names (the JSON report has them all).
+NOT_DUE_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,15 @@ class RunReport:
     seconds: dict[str, float]
     feed_errors: dict[str, str] = field(default_factory=dict)
     item_errors: list[str] = field(default_factory=list)
+    # failed items fetched again by this run, those whose page came (now kept or
+    # duplicate), and failed items whose retries stopped (permanent failure, grace period
+    # or dedup window over)
+    retried: int = 0
+    recovered: int = 0
+    given_up: int = 0
+    # the configured feeds this run left alone, with when each is due (a failed feed is
+    # due sooner than its poll interval)
+    feeds_not_due: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data."""
@@ -80,10 +92,19 @@ class RunReport:
             f"  stage 2      dropped {rules(self.dropped_stage2)}",
             f"  kept         {self.kept} ({self.no_digest} without a digest)",
             f"  failed       {self.failed}",
+            f"  retries      {self.retried} failed pages fetched again, {self.recovered} "
+            f"recovered, {self.given_up} given up",
             f"  delivered    {self.delivered} to files, {self.webhook_delivered} webhook "
             f"messages ({self.webhook_failed_attempts} failed attempts)",
             f"  time         {timing}",
         ]
+        if self.feeds_not_due:
+            shown = sorted(self.feeds_not_due.items(), key=lambda item: (item[1], item[0]))
+            names = ", ".join(f"{name} (due {due})" for name, due in shown[:NOT_DUE_SHOWN])
+            more = len(shown) - NOT_DUE_SHOWN
+            lines.append(
+                f"  not due      {len(shown)}: {names}" + (f" and {more} more" if more > 0 else "")
+            )
         lines += [
             f"  feed error   {name}: {error}" for name, error in sorted(self.feed_errors.items())
         ]
@@ -143,4 +164,15 @@ def build_report(
         seconds={k: round(v, 3) for k, v in seconds.items()},
         feed_errors=feed_errors,
         item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed],
+    )
+
+
+def with_retry_counts(report: RunReport, retries: RetryBatch, expired: int) -> RunReport:
+    """The report with the run's retry counts: items fetched again, recovered, given up
+    (after this run's attempts, or because they left their dedup window)."""
+    return replace(
+        report,
+        retried=len(retries.due),
+        recovered=sum(1 for a in retries.attempts if a.outcome == "recovered"),
+        given_up=retries.given_up + expired,
     )

@@ -46,6 +46,8 @@ class Scheduler:
     clock: Callable[[], datetime] = utcnow
     first_due: Mapping[str, datetime] = field(default_factory=dict)
     workers: int = 4
+    # after a run: the feeds due sooner than their interval (a failed fetch's retry time)
+    retry_due: Callable[[tuple[FeedConfig, ...]], Mapping[str, datetime]] | None = None
 
     def __post_init__(self) -> None:
         start = self.clock()
@@ -93,6 +95,21 @@ class Scheduler:
             )
         finally:
             self.runs += 1
+            self._due_sooner(feeds)
+
+    def _due_sooner(self, feeds: tuple[FeedConfig, ...]) -> None:
+        """Bring forward the feeds whose fetch failed to their retry time (issue 14)."""
+        if self.retry_due is None:
+            return
+        try:
+            sooner = self.retry_due(feeds)
+        except Exception:
+            log.exception("reading the feeds' retry times failed; next at their interval")
+            return
+        with self._lock:
+            for name, due in sooner.items():
+                if name in self.next_due:
+                    self.next_due[name] = min(self.next_due[name], due)
 
     def _deliver(self) -> None:
         try:
@@ -201,6 +218,7 @@ def pipeline_scheduler(config: Any, clock: Callable[[], datetime] = utcnow) -> S
     does not poll every feed at once; a feed never fetched is due now.
     """
     from feedmd import pipeline, webhooks
+    from feedmd.stages.fetch import next_due
     from feedmd.store import open_store
 
     def run_org(_org: str, feeds: tuple[FeedConfig, ...]) -> object:
@@ -220,20 +238,26 @@ def pipeline_scheduler(config: Any, clock: Callable[[], datetime] = utcnow) -> S
         finally:
             store.close()
 
+    def retry_due(feeds: tuple[FeedConfig, ...]) -> dict[str, datetime]:
+        store = connect_store(config.database)
+        try:
+            specs = store.feed_specs(feed.name for feed in feeds)
+        finally:
+            store.close()
+        return {spec.name: spec.next_due_at for spec in specs if spec.next_due_at is not None}
+
     store = open_store(config.database)
     try:
         specs = store.feed_specs(feed.name for feed in config.feeds)
     finally:
         store.close()
-    first_due = {
-        spec.name: spec.last_fetched_at + timedelta(minutes=spec.poll_minutes)
-        for spec in specs
-        if spec.last_fetched_at is not None
-    }
+    # at its last fetch plus its interval, or at its retry time after a failed fetch
+    first_due = {spec.name: next_due(spec) for spec in specs if spec.last_fetched_at is not None}
     return Scheduler(
         feeds=config.feeds,
         run_org=run_org,
         deliver=deliver_pass,
         clock=clock,
         first_due=first_due,
+        retry_due=retry_due,
     )

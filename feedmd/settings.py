@@ -2,8 +2,8 @@
 
 Each field carries its help text and its bounds in ``metadata``; the TOML loader, the
 environment reader and the CLI flags (``config.py``, ``cli_common.py``) are all generated
-from those fields, so a new setting is added in one place. ``setting_values.coerce_setting`` converts and
-checks one raw value, naming the key and where it came from when it is bad.
+from those fields, so a new setting is added in one place. ``setting_values.coerce_setting``
+converts and checks one raw value, naming the key and where it came from when it is bad.
 """
 
 from __future__ import annotations
@@ -288,6 +288,55 @@ class Settings:
         "scrape benchmark's ~70 pages/s, 2,000 pages take about 30 s of a 15-minute cycle.",
         minimum=1,
         maximum=10_000_000,
+    )
+    run_deadline_seconds: float = _setting(
+        600.0,
+        "A run stops waiting for pages this long after it started: the feeds whose pages "
+        "are not done are left whole for the next run (not failed, fetch state untouched), "
+        "so pages that never finish cannot hold the org's lease for long. 600 s: well "
+        "inside a 15-minute cycle, twenty times the 2,000-page budget's 30 s.",
+        minimum=1,
+        maximum=86_400,
+    )
+    item_retry_base_minutes: float = _setting(
+        10.0,
+        "A page that failed for a transient reason (timeout, connection error, 429, 5xx, "
+        "404 / 410 in the grace period) is fetched again by a later run after this long, "
+        "doubling after each failed attempt: 10 min is under one 15-minute poll cycle, so "
+        "the next run already retries it.",
+        minimum=0,
+        maximum=1440,
+    )
+    item_retry_max_hours: float = _setting(
+        6.0,
+        "The longest wait between two retries of a failed page (the backoff's cap); retries "
+        "stop anyway when the item's dedup window ends. 6 h: a 48 h window still gets "
+        "about ten attempts.",
+        minimum=0,
+        maximum=168,
+    )
+    item_retry_gone_grace_hours: float = _setting(
+        2.0,
+        "A 404 or 410 is retried only this long after the entry was first seen (a feed "
+        "often lists an article minutes before the publisher's deploy serves it); after "
+        "that it is permanent and the retries stop.",
+        minimum=0,
+        maximum=168,
+    )
+    item_retries_per_run: int = _setting(
+        200,
+        "Failed pages one run fetches again at most (the oldest due first; the others wait "
+        "for the next run): a tenth of max_pages_per_run, so retries never crowd out new "
+        "entries.",
+        minimum=0,
+        maximum=1_000_000,
+    )
+    feed_retry_base_minutes: float = _setting(
+        2.0,
+        "A feed whose fetch failed is due again after this long, doubling with each failure "
+        "in a row, never later than its poll interval.",
+        minimum=0,
+        maximum=1440,
     )
     max_entries_per_feed: int = _setting(
         1000,

@@ -195,10 +195,19 @@ def payload(item_json: dict[str, Any], at: datetime) -> str:
     return _envelope(EVENT_TYPE, item_json, at)
 
 
-def batch_payload(run_id: int, items_json: Sequence[dict[str, Any]], at: datetime) -> str:
+def batch_payload(
+    run_id: int,
+    items_json: Sequence[dict[str, Any]],
+    at: datetime,
+    override_id: int | None = None,
+) -> str:
     """A batch's body: the envelope around the run id and the JSON Feed items, in JSON Feed
-    order (newest first), so a receiver can treat ``items`` as a feed page."""
-    return _envelope(BATCH_EVENT_TYPE, {"run_id": run_id, "items": list(items_json)}, at)
+    order (newest first), so a receiver can treat ``items`` as a feed page. A correction
+    batch (a reviewer made an item kept again) also names the override."""
+    data: dict[str, Any] = {"run_id": run_id, "items": list(items_json)}
+    if override_id is not None:
+        data["override_id"] = override_id
+    return _envelope(BATCH_EVENT_TYPE, data, at)
 
 
 def new_message_id() -> str:

@@ -17,11 +17,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "feedmd"
 STORE = PACKAGE / "store"
 MAX_LINES = 500
-# Modules allowed past MAX_LINES, each with its reason. They grew past it when the security
-# and CLI work met the store move; each is to be split along the line named, and its entry
-# removed then (the last assertion of the size test keeps the list shrinking).
+# Modules allowed past MAX_LINES, each with its reason (the last assertion of the size test
+# keeps the list shrinking).
 OVERSIZED: dict[str, int] = {
-    "feedmd/review/views.py": 520,  # the correction handlers into review/corrections.py
+    # one frozen dataclass holds every setting, each field with its help text and the
+    # measurement behind its default: the one list users read (feedmd settings); the code
+    # around it (coercion, layers) lives in setting_values.py and config.py
+    "feedmd/settings.py": 520,
 }
 SQLITE_MODULES = {"sqlite3", "sqlite_utils"}
 # The start of an SQL statement inside a string (upper case, as all of feedmd's SQL is):

@@ -221,7 +221,8 @@ def test_report_counts_every_outcome(site: Site, store: Store) -> None:
     assert set(report.seconds) == {"fetch", "stage1", "scrape", "stage2", "store", "deliver"}
     second = run(store, make_config([("org", "a", feed)], server), now=at(13))
     assert second.feeds_not_modified == 1
-    assert second.new == 0 and second.scraped == 0
+    # the 404 is fetched again: inside its grace period (item_retry_gone_grace_hours)
+    assert second.new == 0 and second.retried == 1 and second.scraped == 1
     assert second.status == "ok"
 
 

@@ -340,6 +340,30 @@ def test_the_newest_override_of_a_pair_wins(site: Site) -> None:
         db.close()
 
 
+def test_retry_makes_a_failed_item_due_like_feedmd_retry(site: Site) -> None:
+    ((failed,),) = site.query("SELECT id FROM items WHERE decision = 'failed' LIMIT 1")
+    site.query(
+        "UPDATE item_retries SET next_attempt_at = NULL, given_up = 'test' WHERE item_id = ?",
+        failed,
+    )
+    html = site.http.get(f"/review/items/{failed}").text
+    assert f'action="/review/items/{failed}/retry"' in html and ">Retry</button>" in html
+    answer = site.post(f"/review/items/{failed}/retry", {}, follow_redirects=False)
+    assert answer.status_code == 303 and "notice=retry" in answer.headers["location"]
+    assert "the next run fetches its page again" in site.http.get(answer.headers["location"]).text
+    ((next_attempt, given_up),) = site.query(
+        "SELECT next_attempt_at, given_up FROM item_retries WHERE item_id = ?", failed
+    )
+    assert next_attempt is not None and given_up is None
+    kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    assert site.post(f"/review/items/{kept}/retry", {}).status_code == 409
+    assert site.post("/review/items/999999/retry", {}).status_code == 404
+    evil = site.http.post(
+        f"/review/items/{failed}/retry", headers={"Origin": "http://evil.example"}
+    )
+    assert evil.status_code == 403
+
+
 def test_bad_corrections_are_refused(site: Site) -> None:
     site.sign_in()
     kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")

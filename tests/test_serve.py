@@ -447,3 +447,32 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
         r"INFO feedmd\.scheduler: run 1 of org org \(feeds a\): ok; 1 found, 1 new, 1 kept",
         output,
     ), output
+
+
+def test_the_pipeline_scheduler_retries_a_failed_feed_sooner_than_its_interval(
+    site: Site, store: Store, tmp_path: Path
+) -> None:
+    pope = site.put("http://four.example/pope", article_html("Pope", story("vatican")))
+    feed = site.put(
+        "http://feeds.example/a.xml",
+        rss([FeedItemSpec("Pope Leo to undergo surgery for small growth", pope, utcnow())]),
+    )
+    site.route(feed, status=503, fail_times=1)
+    config = make_config([("org", "a", feed)], site.start(), fetch_retries=0)
+    config = config.__class__(**{**config.__dict__, "database": str(tmp_path / "feedmd.db")})
+    clock = Clock(utcnow())
+    scheduler = pipeline_scheduler(config, clock=clock)
+    try:
+        assert scheduler.tick() == ["a"]
+        scheduler.wait_idle()
+        (spec,) = store.feed_specs(["a"])
+        assert spec.error_streak == 1 and spec.next_due_at is not None
+        # due again after feed_retry_base_minutes (2), not its 15-minute interval
+        assert scheduler.next_due["a"] == spec.next_due_at
+        clock.now = spec.next_due_at
+        assert scheduler.tick() == ["a"]
+        scheduler.wait_idle()
+        assert len(store.kept_items(feed="a")) == 1
+        assert store.feed_specs(["a"])[0].error_streak == 0
+    finally:
+        scheduler.shutdown()

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from feedmd import explain, overrides
 from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
-from feedmd.review import auth, chart, passages, queries
+from feedmd.review import auth, chart, filters, passages, queries
 from feedmd.review.auth import Viewer
 from feedmd.store import Store, connect_store
 from feedmd.timeutil import utcnow
@@ -53,6 +53,7 @@ SECURITY_HEADERS = {
 NOTICES = {
     "restored": "Item {item} is back in its feed; its webhooks are queued.",
     "merged": "Item {item} is now marked a duplicate of item {other}.",
+    "retry": "Item {item} is due: the next run fetches its page again.",
     "signed-in": "Signed in.",
     "signed-out": "Signed out.",
 }
@@ -70,92 +71,6 @@ class ReviewContext:
     retry_hours: float = 24.0
 
 
-def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:g}"
-
-
-def _when(stamp: str) -> str:
-    """A stored ISO time, shorter for tables: '2026-10-12 05:30' (UTC)."""
-    return stamp.replace("T", " ")[:16] if len(stamp) >= 16 else stamp
-
-
-def _href(url: str) -> str:
-    """Only http(s) URLs become links: an entry link comes from a stranger's feed."""
-    return url if url.lower().startswith(("http://", "https://")) else "#"
-
-
-# Evidence keys in words (feedmd explain --json keeps the raw keys).
-EVIDENCE_LABELS = {
-    "where": "matched",
-    "verdict": "body verdict",
-    "decided_by": "decided by",
-    "tlsh_distance": "TLSH distance",
-    "tlsh_match": "closest body by TLSH",
-    "containment": "shared passages (shingle containment)",
-    "containment_match": "closest body by shared passages",
-    "possible_duplicate_of": "possible duplicate of",
-    "digest": "TLSH digest",
-    "prose_chars": "prose length (characters)",
-    "shared_tokens": "shared headline words",
-    "headline_tokens": "headline words",
-    "matched_title": "matched headline",
-    "matched_through": "matched through",
-    "normalized_url": "normalised URL",
-    "entry_id": "entry id",
-    "http_status": "HTTP status",
-    "subject_gate_blocked": "subject gate blocked",
-    "shared_grams": "shared character 3-grams",
-    "replaced_representative": "replaced representative",
-}
-EVIDENCE_WORDS = {
-    "where": {
-        "run": "an earlier item of the same run",
-        "window": "a stored item of the dedup window",
-    },
-    "verdict": {
-        "reprint": "reprint: the same body, so dropped",
-        "similar": "similar body: kept and marked “possible duplicate”",
-        "different": "a different body",
-        "no digest": "no digest: too little prose to compare",
-    },
-    "decided_by": {
-        "tlsh": "TLSH distance",
-        "containment": "shared passages (shingle containment)",
-    },
-}
-
-
-def _evidence_label(key: str) -> str:
-    return EVIDENCE_LABELS.get(key, key.replace("_", " "))
-
-
-def _evidence_value(value: Any, key: str = "") -> Markup:
-    """An evidence value in words, item references as links; autoescaped like any text."""
-    if isinstance(value, dict) and isinstance(value.get("item_id"), int):
-        return Markup('<a href="/review/items/{0}">item {0}</a>').format(value["item_id"])
-    if isinstance(value, dict) and "run_key" in value:
-        return Markup("an entry of the same run")
-    if key in EVIDENCE_WORDS and isinstance(value, str):
-        return Markup.escape(EVIDENCE_WORDS[key].get(value, value))
-    if key == "matched_through" and isinstance(value, list):
-        return Markup.escape(f"{len(value)} dropped item(s) of the same run")
-    if isinstance(value, bool):
-        return Markup("yes" if value else "no")
-    if isinstance(value, float):
-        return Markup.escape(_number(value))
-    if isinstance(value, list):
-        shown = [_evidence_value(v, key) for v in value[: explain.EXCERPT_ITEMS]]
-        more = len(value) - explain.EXCERPT_ITEMS
-        text = Markup(", ").join(shown)
-        return text + (f", and {more} more" if more > 0 else "")
-    if isinstance(value, dict):
-        return Markup("; ").join(
-            Markup("{}: {}").format(_evidence_label(k), _evidence_value(v, k))
-            for k, v in value.items()
-        )
-    return Markup.escape(explain.excerpt(value))
-
-
 _ENV = Environment(
     loader=PackageLoader("feedmd.review", "templates"),
     autoescape=select_autoescape(["html"]),
@@ -163,12 +78,12 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters["number"] = _number
-_ENV.filters["href"] = _href
-_ENV.filters["when"] = _when
+_ENV.filters["number"] = filters.number
+_ENV.filters["href"] = filters.href
+_ENV.filters["when"] = filters.when
 _ENV.filters["excerpt"] = explain.excerpt  # the CLI's bounded excerpts, shared
-_ENV.filters["evidence_label"] = _evidence_label
-_ENV.filters["evidence_value"] = _evidence_value
+_ENV.filters["evidence_label"] = filters.evidence_label
+_ENV.filters["evidence_value"] = filters.evidence_value
 
 
 @contextlib.contextmanager
@@ -460,6 +375,22 @@ def merge(context: ReviewContext, request: Request, form: dict[str, str]) -> Res
     return _override(context, request, form, "merge")
 
 
+def retry(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
+    """ "Retry": a failed item is due at once (``feedmd retry --item``)."""
+    item_id = int(request.path_params["item_id"])
+    with _store(context) as store:
+        viewer = auth.viewer_for(store, auth.presented_token(request))
+        found = store.item_rows([item_id])
+        if not found:
+            return _error(request, viewer, 404, f"No item {item_id}.")
+        if not viewer.can_see(found[0].org):
+            return _hidden(request, viewer, item_id)
+        if not store.schedule_retries(item_id=item_id):
+            return _error(request, viewer, 409, f"Item {item_id} is not a failed item.")
+    target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
+    return _redirect(_with_notice(target, notice="retry", item=item_id))
+
+
 def login(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
     """Check the token and keep it in an HttpOnly cookie (auth.py says why)."""
     token = form.get("token", "").strip()
@@ -510,4 +441,5 @@ def routes(context: ReviewContext) -> list[Route]:
             methods=["POST"],
         ),
         Route("/review/items/{item_id:int}/merge", _post(context, merge), methods=["POST"]),
+        Route("/review/items/{item_id:int}/retry", _post(context, retry), methods=["POST"]),
     ]

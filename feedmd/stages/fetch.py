@@ -26,6 +26,7 @@ from feedmd.settings import Settings
 from feedmd.stages.http import Fetcher
 from feedmd.stages.links import resolve_offline
 from feedmd.stages.resolve import needs_http, resolve_links
+from feedmd.timeutil import iso
 
 # An entry's summary is kept for display and webhooks only; 20,000 characters is several
 # screens, and the article itself comes from the page.
@@ -33,14 +34,26 @@ MAX_SUMMARY_CHARS = 20_000
 
 
 def due_feeds(feeds: Sequence[FeedSpec], now: datetime, force: bool = False) -> list[FeedSpec]:
-    """The feeds whose poll interval has passed since their last fetch (all with force)."""
-    return [
-        feed
-        for feed in feeds
-        if force
-        or feed.last_fetched_at is None
-        or now - feed.last_fetched_at >= timedelta(minutes=feed.poll_minutes)
-    ]
+    """The feeds whose poll interval has passed since their last fetch, or whose retry
+    after a failed fetch is due (all with force)."""
+    return [feed for feed in feeds if force or next_due(feed) <= now]
+
+
+def next_due(feed: FeedSpec) -> datetime:
+    """When a feed is due: its retry time after a failed fetch, else its last fetch plus
+    its poll interval (a feed never fetched is due at once)."""
+    if feed.last_fetched_at is None:
+        return datetime.min.replace(tzinfo=UTC)
+    polled = feed.last_fetched_at + timedelta(minutes=feed.poll_minutes)
+    return min(polled, feed.next_due_at) if feed.next_due_at is not None else polled
+
+
+def not_due(feeds: Sequence[FeedSpec], now: datetime, force: bool = False) -> dict[str, str]:
+    """The feeds a run leaves alone because they are not due, with their next due time
+    (what the run report names)."""
+    if force:
+        return {}
+    return {feed.name: iso(next_due(feed)) for feed in feeds if next_due(feed) > now}
 
 
 def links_to_resolve(entries: Sequence[Entry]) -> list[str]:

@@ -10,6 +10,7 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
@@ -41,11 +42,15 @@ def scrape(
     settings: Settings,
     on_page: Callable[[int, int], None] | None = None,
     elsewhere: Mapping[str, Page] | None = None,
+    deadline: float | None = None,
 ) -> dict[PageKey, Page]:
     """Return a Page for every survivor's (org, page key): reused when known, else fetched.
 
     ``elsewhere`` maps page keys to copies another org stored: the request then carries
-    their ETag / Last-Modified, and a 304 reuses that copy's Markdown."""
+    their ETag / Last-Modified, and a 304 reuses that copy's Markdown. Fetches not done at
+    ``deadline`` (``time.monotonic()``) are cancelled and their keys left out of the
+    result: neither fetched nor failed (the conductor leaves their feeds for the next
+    run)."""
     pages: dict[PageKey, Page] = {}
     to_fetch: dict[PageKey, str] = {}
     for candidate in survivors:
@@ -70,7 +75,7 @@ def scrape(
             )
         else:
             to_fetch[key] = candidate.entry.url
-    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page, elsewhere or {}))
+    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page, elsewhere or {}, deadline))
     pages.update(fetched)
     return pages
 
@@ -80,6 +85,7 @@ async def _fetch_pages(
     settings: Settings,
     on_page: Callable[[int, int], None] | None,
     elsewhere: Mapping[str, Page],
+    deadline: float | None = None,
 ) -> dict[PageKey, Page]:
     done = 0
 
@@ -93,7 +99,16 @@ async def _fetch_pages(
                 on_page(done, len(targets))
             return key, page
 
-        return dict(await asyncio.gather(*(one(key) for key in targets)))
+        if deadline is None:
+            return dict(await asyncio.gather(*(one(key) for key in targets)))
+        tasks = [asyncio.create_task(one(key)) for key in targets]
+        if not tasks:
+            return {}
+        finished, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        return dict(task.result() for task in tasks if task in finished)
 
 
 async def fetch_page(
@@ -243,7 +258,9 @@ def settle(
     unavailable: frozenset[str] = frozenset()
     for _ in range(rounds):
         failed = frozenset(
-            c.key for c in first.survivors if pages[(c.entry.org, c.page_key)].status == "failed"
+            c.key
+            for c in first.survivors
+            if (page := pages.get((c.entry.org, c.page_key))) and page.status == "failed"
         )
         orphaned = any(
             d.matched is not None and d.matched.batch_key in failed

@@ -12,6 +12,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     queue.py    webhook endpoints and the webhook delivery queue
     audit.py    explain, the review page, reviewers' overrides
     history.py  what replay, the dry run and the evaluations read back
+    retries.py  failed items' retries: due items, attempts, recovered decisions
 
 A change to the schema is one migration plus a change inside this folder.
 """
@@ -25,6 +26,7 @@ from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
 from feedmd.store.queue import Queue
+from feedmd.store.retries import Retries
 from feedmd.store.runs import RunWrites, StoredItems
 from feedmd.store.schema import Migration, connect, open_database
 from feedmd.store.window import WindowReads
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 
-class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History):
+class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries):
     """The SQLite store as feedmd uses it: one object, one private connection."""
 
 

@@ -322,6 +322,14 @@ class Audit(Connected):
                 " AND endpoint_id IS NOT NULL AND batch = 0",
                 (f"cancelled: merged into item {canonical.id} by {who}", item_id),
             )
+            # and the correction batches that carry only it (queued by a restore)
+            conn.execute(
+                "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL,"
+                " last_error = ? WHERE status = 'pending' AND batch = 1"
+                " AND override_id IS NOT NULL AND id IN"
+                " (SELECT delivery_id FROM webhook_batch_items WHERE item_id = ?)",
+                (f"cancelled: merged into item {canonical.id} by {who}", item_id),
+            )
         return record, {item.feed, canonical.feed, *followers}
 
     def overrides_of(self, item_id: int) -> list[Override]:

@@ -14,6 +14,8 @@ from feedmd.timeutil import iso, parse_iso
 WEBHOOK_TARGET = "webhook:"
 BATCH_TARGET = "webhook-batch:"
 REMOVED_REASON = "removed from the configuration"
+# A message queued because an override made its item kept again: target suffix
+OVERRIDE_TARGET = "/override:"
 
 
 @dataclass(frozen=True)
@@ -257,11 +259,14 @@ class Queue(Connected):
         messages: Iterable[tuple[int, int, str, str]],
         now: datetime,
         retry_hours: float,
+        override_id: int | None = None,
     ) -> int:
         """Queue (item id, endpoint id, message id, payload) messages, due now; an item is
-        queued once per endpoint, ever. Returns how many were new."""
+        queued once per endpoint, ever, and once more per override that made it kept again
+        (``override_id``). Returns how many were new."""
+        suffix = f"{OVERRIDE_TARGET}{override_id}" if override_id is not None else ""
         rows = [
-            (item_id, f"{WEBHOOK_TARGET}{endpoint_id}", endpoint_id, message_id, payload)
+            (item_id, f"{WEBHOOK_TARGET}{endpoint_id}{suffix}", endpoint_id, message_id, payload)
             for item_id, endpoint_id, message_id, payload in messages
         ]
         created, deadline = iso(now), iso(now + timedelta(hours=retry_hours))
@@ -269,10 +274,11 @@ class Queue(Connected):
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
-                " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at)"
-                " SELECT ?1, run_id, ?2, 'pending', 0, ?6, ?3, ?4, ?5, ?6, ?7"
+                " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at,"
+                " override_id)"
+                " SELECT ?1, run_id, ?2, 'pending', 0, ?6, ?3, ?4, ?5, ?6, ?7, ?8"
                 " FROM items WHERE id = ?1",
-                [(*row, created, deadline) for row in rows],
+                [(*row, created, deadline, override_id) for row in rows],
             )
             return conn.total_changes - before
 
@@ -281,28 +287,32 @@ class Queue(Connected):
         batches: Iterable[tuple[int, int, str, str, Sequence[int]]],
         now: datetime,
         retry_hours: float,
+        override_id: int | None = None,
     ) -> int:
         """Queue (endpoint id, run id, message id, payload, item ids) batch messages, due now;
-        a run is queued once per endpoint, ever (the ``deliveries_batch_run`` index: an
-        existing batch keeps its message id and body). Returns how many were new."""
+        a run is queued once per endpoint, ever, and a correction batch once per endpoint
+        and override (the ``deliveries_batch_run`` index: an existing batch keeps its
+        message id and body). Returns how many were new."""
         created, deadline = iso(now), iso(now + timedelta(hours=retry_hours))
+        suffix = f"{OVERRIDE_TARGET}{override_id}" if override_id is not None else ""
         new = 0
         with transaction(self._db) as conn:
             for endpoint_id, run_id, message_id, payload, item_ids in batches:
                 cursor = conn.execute(
                     "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
                     " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at,"
-                    " batch) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, 1)",
+                    " batch, override_id) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, 1, ?)",
                     (
                         min(item_ids),
                         run_id,
-                        f"{BATCH_TARGET}{endpoint_id}",
+                        f"{BATCH_TARGET}{endpoint_id}{suffix}",
                         created,
                         endpoint_id,
                         message_id,
                         payload,
                         created,
                         deadline,
+                        override_id,
                     ),
                 )
                 if cursor.rowcount != 1:

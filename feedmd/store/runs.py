@@ -16,7 +16,9 @@ from feedmd.config import Config
 from feedmd.errors import ConfigError
 from feedmd.models import Decision, FeedResult, LinkResolution, Page, Stage1Result
 from feedmd.settings import Settings
+from feedmd.stages import retry
 from feedmd.stages.prose import prose_settings_version
+from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
 from feedmd.store.schema import Connected, to_signed64, transaction
 from feedmd.timeutil import iso
@@ -24,10 +26,13 @@ from feedmd.timeutil import iso
 
 @dataclass(frozen=True)
 class StoredItems:
-    """Ids given to this run's items, keyed by entry key, and the kept ones."""
+    """Ids given to this run's items, keyed by entry key, and the kept ones (recovered
+    failed items now kept included); how many retries stopped because their item left its
+    dedup window."""
 
     ids: dict[str, int]
     kept: list[int]
+    retries_expired: int = 0
 
 
 # A body fingerprinted again (other prose settings): the one statement both the scrape's
@@ -129,14 +134,19 @@ class RunWrites(Connected):
         stage2: Mapping[str, Decision],
         settings: Settings,
         now: datetime,
+        retries: RetryBatch | None = None,
     ) -> StoredItems:
-        """Write the run's feeds state, bodies and items in one transaction."""
+        """Write the run's feeds state, bodies and items in one transaction; with
+        ``retries``, also the attempts and the recovered items' decisions (``stage2`` then
+        holds the decisions of the items fetched again, by their entry keys)."""
         version = prose_settings_version(settings)
-        ids: dict[str, int] = {}
+        # the items fetched again keep their ids: this run's matches may point at them
+        ids: dict[str, int] = {d.key: d.item_id for d in retries.due} if retries else {}
         kept: list[int] = []
+        expired = 0
         with transaction(self._db) as conn:
             for result in feeds:
-                self._update_feed(conn, result, now)
+                self._update_feed(conn, result, now, settings)
             body_ids = {
                 key: self._upsert_body(conn, page, version, now)
                 for key, page in pages.items()
@@ -214,22 +224,37 @@ class RunWrites(Connected):
                             ids[candidate.key],
                         ),
                     )
-        return StoredItems(ids=ids, kept=kept)
+            if retries is not None:
+                again = {c.key: c for c in retry.candidates(retries.due)}
+                recovered, expired = self._write_retries(  # type: ignore[attr-defined]
+                    conn, run_id, retries, stage2, again, ids, body_ids, now
+                )
+                kept += recovered
+        return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
-    def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:
+    def _update_feed(
+        self, conn: sqlite3.Connection, result: FeedResult, now: datetime, settings: Settings
+    ) -> None:
         if result.status == "deferred":
             return  # left for the next run: its fetch state stays as it was
         if result.status == "error":
+            # one more failure in a row: due again after a backoff, sooner than its poll
+            row = conn.execute(
+                "SELECT error_streak, poll_minutes FROM feeds WHERE name = ?", (result.feed,)
+            ).fetchone()
+            streak = (row[0] if row else 0) + 1
+            due = now + retry.feed_due_after_error(streak, row[1] if row else 0, settings)
             conn.execute(
                 "UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
-                " last_http_status = ?, last_error = ? WHERE name = ?",
-                (iso(now), result.http_status, result.error, result.feed),
+                " last_http_status = ?, last_error = ?, error_streak = ?, next_due_at = ?"
+                " WHERE name = ?",
+                (iso(now), result.http_status, result.error, streak, iso(due), result.feed),
             )
             return
         conn.execute(
             "UPDATE feeds SET etag = ?, last_modified = ?, last_fetched_at = ?,"
-            " last_status = ?, last_http_status = ?, last_error = NULL"
-            " WHERE name = ?",
+            " last_status = ?, last_http_status = ?, last_error = NULL, error_streak = 0,"
+            " next_due_at = NULL WHERE name = ?",
             (
                 result.etag,
                 result.last_modified,

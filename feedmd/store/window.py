@@ -31,7 +31,8 @@ class WindowReads(Connected):
         for name in names:
             row = self._conn.execute(
                 "SELECT f.name, o.name, f.url, f.poll_minutes, f.title, f.etag,"
-                " f.last_modified, f.last_fetched_at FROM feeds f JOIN orgs o"
+                " f.last_modified, f.last_fetched_at, f.error_streak, f.next_due_at"
+                " FROM feeds f JOIN orgs o"
                 " ON o.id = f.org_id WHERE f.name = ?",
                 (name,),
             ).fetchone()
@@ -47,6 +48,8 @@ class WindowReads(Connected):
                     etag=row[5],
                     last_modified=row[6],
                     last_fetched_at=parse_iso(row[7]) if row[7] else None,
+                    error_streak=row[8],
+                    next_due_at=parse_iso(row[9]) if row[9] else None,
                 )
             )
         return specs

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from feedmd.config import Settings
+from feedmd.settings import Settings
 from feedmd.stages.prose import junk_verdict, markdown_to_prose
 from feedmd.stages.walls import LANGUAGES, WALL_PHRASES, wall_kind
 
