@@ -14,7 +14,6 @@ import json
 import os
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -25,7 +24,7 @@ from feedmd.cli_common import CONFIG_ENV, DEFAULT_CONFIG, config_option, db_opti
 from feedmd.config import FEED_NAME_PATTERN, Config, load_config
 from feedmd.errors import ConfigError
 from feedmd.opml import read_opml, write_opml
-from feedmd.timeutil import parse_iso, utcnow
+from feedmd.timeutil import iso, parse_iso, utcnow
 
 GOOGLE_NEWS = "https://news.google.com/rss/search"
 
@@ -335,33 +334,45 @@ def _feed_rows(config: Config) -> list[dict[str, Any]]:
             states = {row["name"]: row for row in store.feed_statuses()}
         finally:
             store.close()
+    configured = [
+        (feed.name, feed.org, feed.url, feed.title, feed.public, feed.poll_minutes)
+        for feed in config.feeds
+    ]
+    # a stored feed the configuration no longer names is listed too (its items stay)
+    known = {name for name, *_ in configured}
+    stored_only = [
+        (row["name"], row["org"], row["url"], "", False, row["poll_minutes"])
+        for row in states.values()
+        if row["name"] not in known
+    ]
     rows = []
-    for feed in config.feeds:
-        state = states.get(feed.name, {})
+    for name, org, url, title, public, poll_minutes in configured + stored_only:
+        state = states.get(name, {})
         fetched = state.get("last_fetched_at")
         retry_at = state.get("next_due_at")
         spec = FeedSpec(
-            name=feed.name,
-            org=feed.org,
-            url=feed.url,
-            poll_minutes=feed.poll_minutes,
+            name=name,
+            org=org,
+            url=url,
+            poll_minutes=poll_minutes,
             last_fetched_at=parse_iso(fetched) if fetched else None,
             next_due_at=parse_iso(retry_at) if retry_at else None,
         )
         rows.append(
             {
-                "name": feed.name,
-                "org": feed.org,
-                "url": feed.url,
-                "title": feed.title,
-                "public": feed.public,
-                "poll_minutes": feed.poll_minutes,
+                "name": name,
+                "org": org,
+                "url": url,
+                "title": title,
+                "public": public,
+                "configured": name in known,
+                "poll_minutes": poll_minutes,
                 "status": state.get("last_status") or "never fetched",
                 "last_http_status": state.get("last_http_status"),
                 "last_error": state.get("last_error"),
                 "error_streak": state.get("error_streak") or 0,
                 "last_fetched_at": fetched,
-                "next_due": next_due(spec).isoformat() if fetched else None,
+                "next_due": iso(next_due(spec)) if fetched else None,
             }
         )
     return rows
@@ -391,13 +402,14 @@ def feeds_list(as_json: bool, config_path: str | None, db: str | None) -> None:
         if row["next_due"] is None:
             due = "due now"
         else:
-            when = datetime.fromisoformat(row["next_due"])
+            when = parse_iso(row["next_due"])
             due = "due now" if when <= now else f"next due {row['next_due']}"
+        status = row["status"]
+        if row["last_http_status"]:
+            status += f" (HTTP {row['last_http_status']})"
         streak = f"; error streak {row['error_streak']}" if row["error_streak"] else ""
         error = f"; last error: {row['last_error']}" if row["last_error"] else ""
-        click.echo(
-            f"{row['name']}\t{row['org']}\t{row['status']}\t{due}\t{row['url']}{streak}{error}"
-        )
+        click.echo(f"{row['name']}\t{row['org']}\t{status}\t{due}\t{row['url']}{streak}{error}")
 
 
 # ---- OPML -----------------------------------------------------------------------------------

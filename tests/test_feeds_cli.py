@@ -219,7 +219,10 @@ def test_list_shows_status_last_error_and_next_due(here: Path, site: Site) -> No
     assert run.exit_code == 3, run.output
     rows = {r["name"]: r for r in json.loads(invoke("feeds", "list", "--json").output)}
     assert rows["good"]["status"] == "ok" and rows["good"]["last_error"] is None
-    assert rows["good"]["next_due"] == "2026-10-12T12:15:00+00:00"
+    assert rows["good"]["next_due"] == "2026-10-12T12:15:00Z"
+    # a failed feed is due again after feed_retry_base_minutes (2), not its 15-minute poll
+    assert rows["gone"]["error_streak"] == 1
+    assert rows["gone"]["next_due"] == "2026-10-12T12:02:00Z"
     assert rows["gone"]["status"] == "error" and "404" in rows["gone"]["last_error"]
     text = invoke("feeds", "list").output
     assert "gone\to\terror" in text and "last error: " in text and "404" in text

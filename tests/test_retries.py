@@ -3,6 +3,7 @@ whose pages fail and come back, real SQLite, and ``feedmd retry``."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -280,12 +281,13 @@ def test_a_failed_feed_is_retried_sooner_than_its_poll_interval(
     assert run(store, config(server), now=at(12, 5)).feeds == 0
 
     db = str(tmp_path / "feedmd.db")
-    listed = CliRunner().invoke(main, ["feeds", "--db", db])
+    listed = CliRunner().invoke(main, ["feeds", "list", "--db", db])
     assert listed.exit_code == 0, listed.output
-    assert "a [org] error (HTTP 503); error streak 2; next due 2026-10-12T12:06:00Z" in (
-        listed.output
-    )
-    assert "last error:" in listed.output
+    assert "a\torg\terror (HTTP 503)\t" in listed.output
+    assert "error streak 2; last error:" in listed.output
+    shown = CliRunner().invoke(main, ["feeds", "list", "--db", db, "--json"])
+    (row,) = json.loads(shown.output)
+    assert (row["error_streak"], row["next_due"]) == (2, "2026-10-12T12:06:00Z")
 
     third = run(store, config(server), now=at(12, 6))
     assert third.feeds == 1 and third.feeds_failed == 0 and third.kept == 2
@@ -293,5 +295,5 @@ def test_a_failed_feed_is_retried_sooner_than_its_poll_interval(
     assert spec.error_streak == 0 and spec.next_due_at is None
     # back to its poll interval
     assert run(store, config(server), now=at(12, 10)).feeds_not_due == {"a": "2026-10-12T12:21:00Z"}
-    listed = CliRunner().invoke(main, ["feeds", "--db", db, "--json"])
+    listed = CliRunner().invoke(main, ["feeds", "list", "--db", db, "--json"])
     assert '"error_streak": 0' in listed.output
