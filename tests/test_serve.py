@@ -435,7 +435,12 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
                 )
                 items = answer.json()["items"]
         assert [item["title"] for item in items] == ["Pope Leo to undergo surgery for small growth"]
+        # the items are readable once the run stored them; the run is counted when it
+        # returns (after its delivery step and finish_run): wait for that, as for the items
         health = httpx.get(f"{base}/health", timeout=2).json()
+        while health["scheduler"]["runs"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            health = httpx.get(f"{base}/health", timeout=2).json()
         assert health["scheduler"]["runs"] >= 1 and health["scheduler"]["failures"] == {}
     finally:
         process.terminate()
