@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from feedmd.cli import main
 from feedmd.errors import FeedmdError
 from feedmd.events.encoder import (
     DIMENSIONS,
@@ -53,3 +55,19 @@ def test_missing_weights_give_a_clear_error(tmp_path: Path) -> None:
     assert isinstance(caught.value, FeedmdError)
     assert "events = false" in str(caught.value)
     assert missing.encode([]).shape == (0, DIMENSIONS)  # nothing to encode: never loads
+
+
+def test_missing_weights_from_the_cli_are_one_line(tmp_path: Path) -> None:
+    headlines = tmp_path / "h.jsonl"
+    headlines.write_text(
+        '{"id": "1", "title": "A", "url": "https://a.example/1", "publisher": "A", '
+        '"published": "2026-01-01T00:00:00Z", "story": "s"}\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        main,
+        ["eval", "events", str(headlines), "--event-model-path", str(tmp_path / "no.bin")],
+    )
+    assert result.exit_code == 1
+    assert "event model weights not found" in result.output
+    assert "Traceback" not in result.output
