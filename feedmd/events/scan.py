@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from feedmd.events.vectors import stack_stored
+from feedmd.events.vectors import stored_cosines
 
 # Rows decoded at once: 16,384 x 384 float32 is 25 MB, large enough that the matrix
 # product dominates the Python overhead (see the benchmark's lookup figures).
@@ -34,7 +34,7 @@ def scan_blocks(
     for ids, blobs in blocks:
         if not len(ids):
             continue
-        scores = stack_stored(list(blobs)) @ queries.T  # rows: stored, columns: queries
+        scores = stored_cosines(list(blobs), queries)  # rows: stored, columns: queries
         rows, columns = np.nonzero(scores >= min_score)
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
             best[column].append((float(scores[row, column]), ids[row]))

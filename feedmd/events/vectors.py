@@ -1,7 +1,7 @@
 """Headline vectors: unit-length float32 for deciding, int8 bytes for storing.
 
 Cosine similarity is a dot product of unit vectors, so every vector is normalised once, when
-it is made. Stored with the item, a vector is 4 + d bytes: a float32 scale and d int8 codes
+it is made. Stored with the item, a vector is 4 + d bytes: a float32 and d int8 codes
 (388 bytes for the 384-d model instead of 1,536 as float32), so a 48 h window of 100k items
 is 39 MB. The rounding moves a cosine by at most 0.0015 on the development headlines. The grouper
 decides on the rounded form (``as_stored``), so what it decides now is what a replay from
@@ -24,20 +24,23 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def to_stored(vector: np.ndarray) -> bytes:
-    """One unit vector as bytes: a little-endian float32 scale, then one int8 per value.
-    The scale maps the largest absolute value to 127, so each vector uses the full range."""
+    """One unit vector as bytes: a little-endian float32, then one int8 code per value. The
+    codes map the largest absolute value to 127, so each vector uses the full range; the
+    float is 1 / the codes' length, so codes times it is already a unit vector and a cosine
+    is one dot product and one multiplication, with no scale to apply."""
     values = np.asarray(vector, dtype=np.float32).ravel()
     peak = float(np.max(np.abs(values))) if values.size else 0.0
-    scale = peak / INT8_MAX if peak else 1.0
-    codes = np.clip(np.rint(values / scale), -INT8_MAX, INT8_MAX).astype(np.int8)
-    return np.float32(scale).astype("<f4").tobytes() + codes.tobytes()
+    codes = np.rint(values * (INT8_MAX / peak)) if peak else np.zeros_like(values)
+    codes = np.clip(codes, -INT8_MAX, INT8_MAX).astype(np.int8)
+    length = float(np.linalg.norm(codes.astype(np.float32)))
+    inverse = 1.0 / length if length else 0.0
+    return np.float32(inverse).astype("<f4").tobytes() + codes.tobytes()
 
 
 def from_stored(blob: bytes) -> np.ndarray:
-    """The unit float32 vector back from ``to_stored`` bytes (renormalised after rounding)."""
-    scale = np.frombuffer(blob[:4], dtype="<f4")[0]
-    codes = np.frombuffer(blob[4:], dtype=np.int8).astype(np.float32)
-    return normalise(codes * scale)[0]
+    """The unit float32 vector of ``to_stored`` bytes."""
+    inverse = np.frombuffer(blob[:4], dtype="<f4")[0]
+    return np.frombuffer(blob[4:], dtype=np.int8).astype(np.float32) * inverse
 
 
 def as_stored(vectors: np.ndarray) -> np.ndarray:
@@ -49,11 +52,22 @@ def as_stored(vectors: np.ndarray) -> np.ndarray:
     return stack_stored([to_stored(row) for row in matrix]) if len(matrix) else matrix
 
 
+def _split(blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
+    inverses = raw[:, :4].copy().view("<f4").astype(np.float32).ravel()
+    return raw[:, 4:].view(np.int8), inverses
+
+
 def stack_stored(blobs: list[bytes]) -> np.ndarray:
-    """Many stored vectors as one float32 matrix, one row each (for a window scan)."""
+    """Many stored vectors as one unit float32 matrix, one row each."""
     if not blobs:
         return np.zeros((0, 0), dtype=np.float32)
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
-    scales = raw[:, :4].copy().view("<f4").astype(np.float32)
-    codes = raw[:, 4:].view(np.int8).astype(np.float32)
-    return normalise(codes * scales)
+    codes, inverses = _split(blobs)
+    return codes.astype(np.float32) * inverses[:, None]
+
+
+def stored_cosines(blobs: list[bytes], queries: np.ndarray) -> np.ndarray:
+    """Cosines of stored vectors (rows) with unit query vectors (columns), without building
+    the unit matrix: (codes @ queries) scaled row by row."""
+    codes, inverses = _split(blobs)
+    return (codes.astype(np.float32) @ queries.T) * inverses[:, None]
