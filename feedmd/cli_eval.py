@@ -13,6 +13,7 @@ import click
 from feedmd.cli_common import (
     BODY_SETTINGS,
     CONTEXT_SETTINGS,
+    EVENT_SETTINGS,
     HEADLINE_SETTINGS,
     PAGE_FETCH_SETTINGS,
     PROSE_SETTINGS,
@@ -161,6 +162,57 @@ def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwa
             "largest_cluster",
         ],
     )
+    if not as_json:
+        click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
+
+
+@eval_group.command("events")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--pairs",
+    "pairs_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Also score graded headline pairs (as for eval pairs) with the event model.",
+)
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help="Only the first N headlines in time order (a deterministic subset).",
+)
+@click.option(
+    "--batch-minutes",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Replay the headlines in batches of this many minutes, as a poller would.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@config_option
+@setting_options(*EVENT_SETTINGS)
+def eval_events_command(
+    path: str,
+    pairs_path: str | None,
+    limit: int | None,
+    batch_minutes: float,
+    as_json: bool,
+    config_path: str | None,
+    **kwargs: Any,
+) -> None:
+    """Replay labelled headlines oldest first through the event model and grouper and report
+    merges, merge precision against the story labels, false merges, vetoes and encoding
+    throughput (docs/events.md)."""
+    from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
+
+    settings = load(config_path, settings_from(kwargs), None).settings
+    report = evaluate_events(path, settings, batch_minutes, limit=limit)
+    keys = ["items", "merges", "merge_precision", "vetoed", "headlines_per_second"]
+    if pairs_path:
+        pairs = evaluate_event_pairs(pairs_path, settings)
+        report["pairs"] = pairs
+        if not as_json:
+            click.echo(f"pairs: precision {pairs['precision']} recall {pairs['recall']}")
+    _print_eval(report, as_json, ["model", "threshold", *keys])
     if not as_json:
         click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
 

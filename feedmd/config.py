@@ -40,6 +40,12 @@ class FeedConfig:
     poll_minutes: float = 15.0
     title: str = ""
     public: bool = False
+    # "group": every kept item, each carrying its event; "one-per-event": only the first
+    # item of each event (a digest or an LLM feed that wants one entry per event).
+    event_mode: str = "group"
+
+
+EVENT_MODES = ("group", "one-per-event")
 
 
 @dataclass(frozen=True)
@@ -168,7 +174,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 _TOP_LEVEL_KEYS = {"database", "orgs", "output"}
 _ORG_KEYS = {"name", "feeds", "public", "webhooks"}
-_FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks"}
+_FEED_KEYS = {"name", "url", "poll_minutes", "title", "public", "webhooks", "event_mode"}
 _WEBHOOK_KEYS = {"url", "secret_env", "batch"}
 _OUTPUT_KEYS = {"directory", "base_url"}
 
@@ -297,8 +303,19 @@ def _parse_feed(
     if not isinstance(title, str):
         raise ConfigError(f"{where}.title must be a string")
     public = _boolean(raw.get("public", org_public), f"{where}.public")
+    event_mode = raw.get("event_mode", "group")
+    if event_mode not in EVENT_MODES:
+        raise ConfigError(
+            f"{where}.event_mode must be one of {', '.join(EVENT_MODES)}, got {event_mode!r}"
+        )
     return FeedConfig(
-        name=name, url=url, org=org, poll_minutes=float(poll), title=title, public=public
+        name=name,
+        url=url,
+        org=org,
+        poll_minutes=float(poll),
+        title=title,
+        public=public,
+        event_mode=event_mode,
     )
 
 

@@ -13,7 +13,9 @@ traceback::
     │   ├── ResponseTooLarge the body passed the size limit
     │   └── AddressRefused   an address feedmd does not connect to (security.py)
     ├── OverrideError        a reviewer's override cannot apply (overrides.py)
-    └── EvalDataError        a labelled evaluation file is missing or bad (evaluation/)
+    ├── EvalDataError        a labelled evaluation file is missing or bad (evaluation/)
+    └── EventModelMissing    the event model's package or weights are not installed
+                             (events/encoder.py; says how to install it or turn events off)
 
 Errors on one feed or one page are recorded on that feed or item and the run goes on;
 only configuration and store errors stop a run.

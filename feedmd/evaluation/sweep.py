@@ -65,8 +65,10 @@ class Sources:
     reprints: Path | None = None
 
 
-def _evaluate(sources: Sources, settings: Settings) -> dict[str, Any]:
+def _evaluate(sources: Sources, settings: Settings, events: bool = False) -> dict[str, Any]:
     result: dict[str, Any] = {}
+    if events:
+        result.update(_evaluate_events(sources, settings))
     if sources.headlines:
         rows = load_headlines(sources.headlines)
         outcome = replay_headlines(rows, settings)
@@ -103,13 +105,40 @@ def _evaluate(sources: Sources, settings: Settings) -> dict[str, Any]:
     return result
 
 
+def _evaluate_events(sources: Sources, settings: Settings) -> dict[str, Any]:
+    """The event model on the same labelled files (its vectors are cached per process, so
+    each point costs the grouping, not the encoding)."""
+    from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
+
+    result: dict[str, Any] = {}
+    if sources.headlines:
+        report = evaluate_events(sources.headlines, settings)
+        result["events"] = {
+            "figures": {k: report[k] for k in ("merges", "merge_precision", "pairwise", "vetoed")},
+            "_set": {
+                f"{m['id']} -> {m['matched_id']}": f"{m['title']!r} -> {m['matched_title']!r}"
+                for m in report["false_merges"]
+            },
+        }
+    if sources.pairs:
+        report = evaluate_event_pairs(sources.pairs, settings)
+        result["event_pairs"] = {
+            "figures": {k: report[k] for k in ("tp", "fp", "fn", "tn", "precision", "recall")},
+            "_set": {pid: pid for pid in report["predicted_same"]},
+        }
+    return result
+
+
 def sweep(sources: Sources, base: Settings, grid: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
     """Evaluate the base settings and every grid point; report figures and the exact
-    additions and removals of each point against the base."""
-    baseline = _evaluate(sources, base)
+    additions and removals of each point against the base. A grid over an ``event_*``
+    setting also runs the event model on the headlines and pairs (``events`` and
+    ``event_pairs`` in the report; for events, the false merges added and removed)."""
+    events = any(name.startswith("event") for name in grid)
+    baseline = _evaluate(sources, base, events)
     rows = []
     for point in points(grid):
-        outcome = _evaluate(sources, dataclasses.replace(base, **point))
+        outcome = _evaluate(sources, dataclasses.replace(base, **point), events)
         row: dict[str, Any] = {"settings": point}
         for name, data in outcome.items():
             before, after = baseline[name]["_set"], data["_set"]

@@ -1,0 +1,128 @@
+"""events: the event model's encoding throughput and the window lookup at N stored vectors.
+
+1. Encode ``--encode`` real headlines (the UCI development file) with the bundled model and
+   report headlines per second (the model is loaded first and timed apart).
+2. Store ``--stored`` vectors the way the store keeps them (``to_stored`` int8 bytes, one
+   per item): real-like unit vectors, seeded, with one planted near-copy of each query so a
+   lookup has something to find.
+3. Time one run's lookup: ``--queries`` new vectors (20 by default, a typical run) against
+   every stored vector in one blocked pass (feedmd/events/scan.py), and check its answers
+   against an exact float32 scan of the same decoded vectors.
+4. Report the whole added cost of a run with events: loading the model, encoding the
+   queries' headlines and the lookup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+
+from feedmd.events.encoder import E5Encoder
+from feedmd.events.scan import blocks_of, scan_blocks
+from feedmd.events.vectors import normalise, stack_stored, to_stored
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "eval" / "headlines" / "uci-dev.jsonl"
+SEED = 5
+K = 8
+MIN_SCORE = 0.93
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the events sub-command's options."""
+    parser.add_argument("--stored", type=int, default=100_000, help="vectors in the window")
+    parser.add_argument("--queries", type=int, default=20, help="new items in the run")
+    parser.add_argument("--encode", type=int, default=200, help="headlines to encode")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark and print its figures; exit status 1 if a lookup differs from the
+    exact scan."""
+    result = run(args.stored, args.queries, args.encode)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>22}: {value}")
+    return 0 if result["identical"] else 1
+
+
+def _titles(count: int) -> list[str]:
+    with DATA.open(encoding="utf-8") as lines:
+        titles = [json.loads(line)["title"] for line in lines if line.strip()]
+    return (titles * (count // len(titles) + 1))[:count]
+
+
+def _stored(count: int, queries: np.ndarray, seed: int) -> tuple[list[str], list[bytes]]:
+    """``count`` stored vectors: seeded random unit vectors, with a noisy copy of each query
+    planted at a random place."""
+    rng = np.random.default_rng(seed)
+    blobs: list[bytes] = []
+    for start in range(0, count, 8_192):
+        shape = (min(8_192, count - start), queries.shape[1])
+        rows = normalise(rng.standard_normal(size=shape, dtype=np.float32))
+        blobs.extend(to_stored(row) for row in rows)
+    for query in queries:
+        noisy = normalise(query + rng.normal(scale=0.01, size=query.shape))[0]
+        blobs[int(rng.integers(count))] = to_stored(noisy)
+    return [f"item-{i}" for i in range(count)], blobs
+
+
+def run(stored: int, queries: int, encode: int) -> dict[str, object]:
+    """The figures: encode_per_s, lookup_ms (one run's queries against ``stored``),
+    run_added_s (load + encode + lookup for one run), identical, peak_mb (peak RSS of the
+    whole process: the model, the ``stored`` vectors held as bytes objects, the scan)."""
+    started = time.perf_counter()
+    encoder = E5Encoder()
+    encoder.encode(["warm up"])
+    load_s = time.perf_counter() - started
+
+    titles = _titles(encode)
+    started = time.perf_counter()
+    encoder.encode(titles)
+    encode_s = time.perf_counter() - started
+
+    run_titles = _titles(queries)
+    started = time.perf_counter()
+    vectors = encoder.encode(run_titles)
+    run_encode_s = time.perf_counter() - started
+
+    ids, blobs = _stored(stored, vectors, SEED)
+    started = time.perf_counter()
+    found = scan_blocks(vectors, blocks_of(ids, blobs), K, MIN_SCORE)
+    lookup_s = time.perf_counter() - started
+
+    identical = True
+    exact_scores = np.concatenate(
+        [stack_stored(list(b)) @ vectors.T for _, b in blocks_of(ids, blobs, 8_192)]
+    )
+    for column, hits in enumerate(found):
+        order = np.argsort(-exact_scores[:, column], kind="stable")[:K]
+        expected = [
+            (ids[i], float(exact_scores[i, column]))
+            for i in order
+            if exact_scores[i, column] >= MIN_SCORE
+        ]
+        if [h[0] for h in hits] != [e[0] for e in expected] or not hits:
+            identical = False
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "model": encoder.name,
+        "encoded": encode,
+        "encode_per_s": round(encode / encode_s, 1),
+        "load_s": round(load_s, 3),
+        "stored": stored,
+        "stored_mb": round(sum(map(len, blobs)) / 1e6, 1),
+        "queries": queries,
+        "lookup_ms": round(lookup_s * 1000, 1),
+        "lookup_ms_per_query": round(lookup_s * 1000 / max(queries, 1), 2),
+        "run_added_s": round(load_s + run_encode_s + lookup_s, 3),
+        "identical": identical,
+        "peak_mb": round(peak_kb / 1024, 1),
+    }

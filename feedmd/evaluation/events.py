@@ -1,0 +1,226 @@
+"""`feedmd eval events` and `feedmd eval event-pairs`: event grouping measured on labelled data.
+
+Headlines (the format of `eval headlines`) are replayed oldest first, in batches of
+``batch_minutes`` as a poller would see them, through the real encoder and the real grouper
+(feedmd/events/grouper.py) over an in-memory window of ``dedup_window_hours``. Each join is
+a merge; it is right when the item and the item it joined carry the same story, so the
+figures read like those of `eval headlines` (merge precision is the one that matters; the
+story labels are events and somewhat noisy).
+
+Pairs (the format of `eval pairs`) are "predicted same" when the two headlines' cosine is
+at least ``event_threshold`` and no veto keeps them apart.
+
+Vectors are cached for the life of the process (by model path and text), so `feedmd sweep`
+encodes each headline once whatever the number of grid points.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from feedmd.evaluation.headlines import (
+    LabelledHeadline,
+    load_headlines,
+    read_jsonl,
+    score_headlines,
+)
+from feedmd.events.encoder import E5Encoder, Encoder
+from feedmd.events.grouper import EventDecision, EventItem, MemoryWindow, assign_events
+from feedmd.events.vectors import as_stored
+from feedmd.events.vetoes import veto
+from feedmd.settings import Settings
+from feedmd.stages.subject_gate import CasingStats
+from feedmd.timeutil import parse_iso
+
+_CACHE: dict[tuple[str, str], np.ndarray] = {}
+ENCODE_BATCH = 64
+
+
+def encode_cached(encoder: Encoder, texts: Sequence[str]) -> tuple[np.ndarray, float]:
+    """Vectors for ``texts`` (cached per process) and the seconds spent encoding the ones
+    not cached."""
+    key = getattr(encoder, "model_path", "") or encoder.name
+    missing = list(dict.fromkeys(t for t in texts if (key, t) not in _CACHE))
+    started = time.perf_counter()
+    for start in range(0, len(missing), ENCODE_BATCH):
+        chunk = missing[start : start + ENCODE_BATCH]
+        for text, vector in zip(chunk, encoder.encode(chunk), strict=True):
+            _CACHE[(key, text)] = vector
+    seconds = time.perf_counter() - started
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32), seconds
+    return np.stack([_CACHE[(key, t)] for t in texts]), seconds
+
+
+def replay_events(
+    rows: Sequence[LabelledHeadline],
+    vectors: np.ndarray,
+    settings: Settings,
+    model: str,
+    batch_minutes: float = 60.0,
+) -> dict[str, EventDecision]:
+    """Replay the headlines oldest first through the grouper, in batches of
+    ``batch_minutes`` over a window of ``dedup_window_hours``; return each id's decision."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i].published, rows[i].id))
+    when = [parse_iso(rows[i].published).timestamp() for i in order]
+    window = MemoryWindow(dimensions=vectors.shape[1], capacity=max(len(rows), 1))
+    casing = CasingStats()
+    decisions: dict[str, EventDecision] = {}
+    added_at: list[float] = []
+    start = 0
+    while start < len(order):
+        end = start
+        while end < len(order) and when[end] - when[start] < batch_minutes * 60:
+            end += 1
+        horizon = when[start] - settings.dedup_window_hours * 3600
+        old = sum(1 for t in added_at if t < horizon)
+        window.drop_oldest(old)
+        del added_at[:old]
+        batch_stats = CasingStats.build(rows[i].title for i in order[start:end])
+        casing.capitalised.update(batch_stats.capitalised)
+        casing.lowercase.update(batch_stats.lowercase)
+        items = [EventItem(rows[i].id, rows[i].title, vectors[i]) for i in order[start:end]]
+        for item, decision in zip(
+            items, assign_events(items, window, settings, model, casing), strict=True
+        ):
+            decisions[item.item_id] = decision
+            window.add(item.item_id, decision.event_id, item.title, item.vector)
+            added_at.append(when[start])
+        start = end
+    return decisions
+
+
+def score_events(
+    rows: Sequence[LabelledHeadline], decisions: dict[str, EventDecision]
+) -> dict[str, Any]:
+    """Merges (an item joining an earlier item's event) and their precision against the
+    story labels, judged on the pair the model matched; the false merges listed; the vetoes
+    that opened an event, by kind. The events as clusters (each item with its event's first
+    item) give ``canonical_precision`` (members sharing the first item's story: drift along
+    a chain of joins shows here), pairwise and B-cubed figures and the largest event."""
+    by_id = {row.id: row for row in rows}
+    merges = [d for d in decisions.values() if d.joined is not None]
+    false_merges = [
+        {
+            "id": d.item_id,
+            "title": by_id[d.item_id].title,
+            "story": by_id[d.item_id].story,
+            "matched_id": d.joined,
+            "matched_title": by_id[d.joined].title,
+            "matched_story": by_id[d.joined].story,
+            "event_id": d.event_id,
+            "score": d.score,
+        }
+        for d in merges
+        if d.joined is not None and by_id[d.item_id].story != by_id[d.joined].story
+    ]
+    clusters = score_headlines(
+        rows,
+        {
+            d.item_id: ("duplicate", "event", d.event_id, d.score)
+            if d.joined
+            else ("kept", None, None, None)
+            for d in decisions.values()
+        },
+    )
+    vetoes = Counter(d.veto.split(" ", 2)[1] for d in decisions.values() if d.veto)
+    right = len(merges) - len(false_merges)
+    return {
+        "items": len(rows),
+        "merges": len(merges),
+        "merge_precision": round(right / len(merges), 4) if merges else None,
+        "canonical_precision": clusters["merge_precision"],
+        "false_merges": false_merges,
+        "vetoed": dict(sorted(vetoes.items())),
+        "events": len(rows) - len(merges),
+        **{k: clusters[k] for k in ("pairwise", "bcubed", "largest_cluster")},
+    }
+
+
+def evaluate_events(
+    path: str | Path,
+    settings: Settings,
+    batch_minutes: float = 60.0,
+    encoder: Encoder | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Run `feedmd eval events` on a file and return the report: items, merges, merge
+    precision, false merges, vetoes, event figures and encoding throughput. ``limit`` keeps
+    the first N headlines in time order (a deterministic subset)."""
+    rows = sorted(load_headlines(path), key=lambda row: (row.published, row.id))
+    if limit is not None:
+        rows = rows[:limit]
+    model = encoder or E5Encoder(settings.event_model_path)
+    vectors, seconds = encode_cached(model, [row.title for row in rows])
+    # the window holds what the store would: the stored form
+    decisions = replay_events(rows, as_stored(vectors), settings, model.name, batch_minutes)
+    return {
+        "file": str(path),
+        "model": model.name,
+        "threshold": settings.event_threshold,
+        **score_events(rows, decisions),
+        "headlines_per_second": round(len(rows) / seconds, 1) if seconds > 0.01 else None,
+    }
+
+
+def evaluate_event_pairs(
+    path: str | Path, settings: Settings, encoder: Encoder | None = None
+) -> dict[str, Any]:
+    """Run `feedmd eval event-pairs`: predicted same when cosine >= threshold and no veto;
+    tp, fp, fn, tn, precision, recall (unsure pairs left out) and the errors listed."""
+    rows = [
+        row
+        for row in read_jsonl(path, ("id", "a", "b", "label"))
+        if row["label"] in ("same", "different")
+    ]
+    model = encoder or E5Encoder(settings.event_model_path)
+    a_vectors = as_stored(encode_cached(model, [str(row["a"]) for row in rows])[0])
+    b_vectors = as_stored(encode_cached(model, [str(row["b"]) for row in rows])[0])
+    scores = np.einsum("ij,ij->i", a_vectors, b_vectors) if rows else np.zeros(0)
+    casing = CasingStats.build(str(t) for row in rows for t in (row["a"], row["b"]))
+    counts: Counter[str] = Counter()
+    errors: list[dict[str, Any]] = []
+    same: list[str] = []
+    for row, score in zip(rows, scores.tolist(), strict=True):
+        reason = None
+        if score >= settings.event_threshold:
+            reason = veto(str(row["a"]), str(row["b"]), casing, settings.subject_max_tokens)
+        predicted, actual = (
+            score >= settings.event_threshold and reason is None,
+            (row["label"] == "same"),
+        )
+        if predicted:
+            same.append(str(row["id"]))
+        kind = {(True, True): "tp", (True, False): "fp", (False, True): "fn", (False, False): "tn"}[
+            (predicted, actual)
+        ]
+        counts[kind] += 1
+        if kind in ("fp", "fn"):
+            errors.append(
+                {
+                    "id": row["id"],
+                    "kind": kind,
+                    "a": row["a"],
+                    "b": row["b"],
+                    "score": round(score, 4),
+                    "veto": reason,
+                }
+            )
+    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
+    return {
+        "file": str(path),
+        "model": model.name,
+        "threshold": settings.event_threshold,
+        "pairs": len(rows),
+        **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
+        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
+        "predicted_same": same,
+        "errors": errors,
+    }

@@ -1,0 +1,25 @@
+"""The events benchmark runs as documented and its lookup agrees with the exact scan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_events_benchmark_small() -> None:
+    args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--json"]
+    result = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "run.py"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["identical"] is True
+    assert figures["stored"] == 3000 and figures["stored_mb"] == round(3000 * 388 / 1e6, 1)
+    assert figures["encode_per_s"] > 0 and figures["lookup_ms"] >= 0

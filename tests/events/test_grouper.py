@@ -1,0 +1,110 @@
+"""The grouper on both sides of the threshold, with vetoes, across batches and within one;
+vectors here are made by hand so the cosines are exact."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from feedmd.events.grouper import EventItem, MemoryWindow, assign_events
+from feedmd.events.vectors import normalise
+from feedmd.settings import Settings
+
+SETTINGS = Settings()
+
+
+def vector_at(cosine: float, base: int = 0, other: int = 1) -> np.ndarray:
+    """A unit vector whose cosine to the axis ``base`` is ``cosine``."""
+    v = np.zeros(384, dtype=np.float32)
+    v[base] = cosine
+    v[other] = np.sqrt(1 - cosine**2)
+    return normalise(v)[0]
+
+
+def axis(i: int) -> np.ndarray:
+    return vector_at(1.0, i, (i + 1) % 384)
+
+
+def window_with(*items: tuple[str, str, np.ndarray]) -> MemoryWindow:
+    window = MemoryWindow()
+    for item_id, title, vector in items:
+        window.add(item_id, "event-" + item_id, title, vector)
+    return window
+
+
+def test_joins_above_the_threshold_and_not_below() -> None:
+    t = SETTINGS.event_threshold
+    window = window_with(("old", "Pope Leo to have surgery", axis(0)))
+    above = EventItem("a", "Pope Leo will undergo surgery", vector_at(t + 0.005))
+    below = EventItem("b", "Pope Leo meets the press", vector_at(t - 0.005, other=2))
+    joined, alone = assign_events([above], window, SETTINGS, "m") + assign_events(
+        [below], window, SETTINGS, "m"
+    )
+    assert (joined.event_id, joined.joined, joined.is_canonical) == ("event-old", "old", False)
+    assert joined.score >= t and joined.threshold == t and joined.model == "m"
+    assert (alone.event_id, alone.joined, alone.is_canonical, alone.veto) == ("b", None, True, None)
+
+
+def test_the_threshold_setting_moves_the_line() -> None:
+    window = window_with(("old", "Pope Leo to have surgery", axis(0)))
+    item = EventItem("a", "Pope Leo will undergo surgery", vector_at(0.80))
+    assert assign_events([item], window, dataclasses.replace(SETTINGS, event_threshold=0.79), "m")[
+        0
+    ].joined
+    strict = dataclasses.replace(SETTINGS, event_threshold=0.81)
+    assert assign_events([item], window, strict, "m")[0].joined is None
+
+
+def test_a_vetoed_twin_opens_an_event_and_says_why() -> None:
+    window = window_with(("old", "Sensex rises 120 points in early trade", axis(0)))
+    item = EventItem("a", "Sensex rises 85 points in early trade", vector_at(0.99))
+    decision = assign_events([item], window, SETTINGS, "m")[0]
+    assert decision.joined is None and decision.event_id == "a"
+    assert decision.veto and decision.veto.startswith("different numbers")
+    assert decision.score == pytest.approx(0.99, abs=2e-3)  # compared in the stored form
+
+
+def test_a_vetoed_best_candidate_does_not_hide_the_next() -> None:
+    window = window_with(
+        ("twin", "Gold falls on Fed worries", vector_at(0.995, 0, 1)),
+        ("rewrite", "Gold gains as Fed worries grow", vector_at(0.99, 0, 2)),
+    )
+    item = EventItem("a", "Gold rises on Fed worries", axis(0))
+    decision = assign_events([item], window, SETTINGS, "m")[0]
+    assert decision.joined == "rewrite" and decision.event_id == "event-rewrite"
+
+
+def test_items_of_one_batch_join_each_other_oldest_first() -> None:
+    items = [
+        EventItem("first", "Pope Leo to have surgery", axis(0)),
+        EventItem("second", "Pope Leo will undergo surgery", vector_at(0.99)),
+        EventItem("third", "Pope to undergo an operation", vector_at(0.98, 0, 2)),
+        EventItem("other", "Oil steady as traders wait", axis(5)),
+    ]
+    decisions = assign_events(items, MemoryWindow(), SETTINGS, "m")
+    assert [d.event_id for d in decisions] == ["first", "first", "first", "other"]
+    assert [d.joined for d in decisions] == [None, "first", "first", None]
+
+
+def test_memory_window_forgets_the_oldest() -> None:
+    window = window_with(("a", "A", axis(0)), ("b", "B", axis(1)))
+    window.drop_oldest(1)
+    assert len(window) == 1
+    assert window.nearest(axis(0), 5, 0.5) == []
+    assert [n.item_id for n in window.nearest(axis(1), 5, 0.5)] == ["b"]
+
+
+def test_real_headlines_group_by_event(tmp_path: object) -> None:
+    from feedmd.events.encoder import E5Encoder
+
+    titles = [
+        "Pope Leo to have surgery on Friday, Vatican says",
+        "Pope Leo will undergo surgery, the Vatican announced",
+        "Apple unveils new iPhone at September event",
+    ]
+    vectors = E5Encoder().encode(titles)
+    items = [EventItem(str(i), t, vectors[i]) for i, t in enumerate(titles)]
+    decisions = assign_events(items, MemoryWindow(), SETTINGS, "m")
+    assert [d.event_id for d in decisions] == ["0", "0", "2"]

@@ -1,0 +1,51 @@
+"""The event grouping's accuracy gate (tests/accuracy_floors.toml, [events] and
+[event_pairs]): merges and merge precision on the labelled UCI headlines, precision and
+recall on the graded headline pairs, and no false group on the multilingual template pairs.
+
+Encoding runs the real model (about 12 headlines/s on a loaded 2-core machine, 60+ when it
+is idle), so the default run measures a deterministic subset, the first headlines in time
+order; the whole files are measured by the slow tests, which CI runs."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
+from feedmd.settings import Settings
+
+FLOORS = tomllib.loads((Path(__file__).parent / "accuracy_floors.toml").read_text("utf-8"))
+MULTILINGUAL = Path(__file__).parent / "events" / "multilingual_pairs.jsonl"
+
+
+def test_event_merges_on_the_subset() -> None:
+    floors = FLOORS["events"]
+    report = evaluate_events(REPO / floors["file"], Settings(), limit=floors["subset"])
+    assert report["items"] == floors["subset"]
+    assert report["merges"] >= floors["subset_min_merges"]
+    assert report["merge_precision"] >= floors["subset_min_merge_precision"]
+
+
+def test_multilingual_templates_never_group_different_events() -> None:
+    report = evaluate_event_pairs(MULTILINGUAL, Settings())
+    assert report["fp"] == 0, report["errors"]
+    assert report["tp"] >= FLOORS["events"]["multilingual_min_tp"], report["errors"]
+
+
+@pytest.mark.slow
+def test_event_merges_on_the_whole_file() -> None:
+    floors = FLOORS["events"]
+    report = evaluate_events(REPO / floors["file"], Settings())
+    assert report["merges"] >= floors["min_merges"]
+    assert report["merge_precision"] >= floors["min_merge_precision"]
+
+
+@pytest.mark.slow
+def test_event_pairs_precision_and_recall() -> None:
+    floors = FLOORS["event_pairs"]
+    report = evaluate_event_pairs(REPO / floors["file"], Settings())
+    assert report["precision"] >= floors["min_precision"]
+    assert report["recall"] >= floors["min_recall"]
