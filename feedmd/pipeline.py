@@ -97,7 +97,8 @@ def run(
                 source = web_pages(store, settings, on_page)
                 first, pages = scrape_step(store, entries, window, first, settings, now, source)
             with timer.step("stage2"):  # 4
-                final = decide_bodies(first, pages, window.snapshot, settings, now)
+                bodies = store.body_snapshot(first.survivors, pages, settings, now)
+                final = decide_bodies(first, pages, bodies, settings, now)
             with timer.step("store"):  # 5
                 stored = store.persist(run_id, fetched, first, pages, final, settings, now)
             with timer.step("deliver"):  # 6

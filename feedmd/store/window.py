@@ -3,10 +3,11 @@ stored, the window snapshot, stored pages, cached link resolutions, furniture co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from feedmd.models import (
+    Candidate,
     Entry,
     FeedSpec,
     LinkResolution,
@@ -18,7 +19,9 @@ from feedmd.models import (
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
-from feedmd.store.schema import Connected, chunks, to_unsigned64
+from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
+from feedmd.store.keys import fill_pending
+from feedmd.store.schema import Connected, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso
 
 
@@ -71,8 +74,37 @@ class WindowReads(Connected):
     def snapshot(
         self, entries: Sequence[Entry], settings: Settings, now: datetime
     ) -> WindowSnapshot:
-        """What the window holds for the orgs of these entries: the stages' only view of
-        history. Duplicates are represented by their canonical item."""
+        """What stage 1 needs of the window for these entries: the stored items that can
+        match them, read through their candidate keys, and the window's sums
+        (``candidates.py``). Decides exactly as ``full_snapshot``; settings the keys cannot
+        serve get the full snapshot."""
+        if needs_whole_window(settings):
+            return self.full_snapshot(entries, settings, now)
+        return candidate_snapshot(self._conn, entries, settings, now)
+
+    def body_snapshot(
+        self,
+        survivors: Sequence[Candidate],
+        pages: Mapping[tuple[str, str], Page],
+        settings: Settings,
+        now: datetime,
+    ) -> WindowSnapshot:
+        """What stage 2 needs of the window for these survivors' pages: the kept bodies
+        they can match (``candidates.body_candidates``)."""
+        return body_candidates(self._conn, survivors, pages, settings, now)
+
+    def fill_window_keys(self) -> bool:
+        """Compute the candidate keys of the items stored before migration 0012, once, in
+        one transaction; True when it did."""
+        with transaction(self._db) as conn:
+            return fill_pending(conn)
+
+    def full_snapshot(
+        self, entries: Sequence[Entry], settings: Settings, now: datetime
+    ) -> WindowSnapshot:
+        """Everything the window holds for the orgs of these entries (the reference the
+        candidate reads are tested against). Duplicates are represented by their
+        canonical item."""
         orgs = sorted({entry.org for entry in entries})
         if not orgs:
             return WindowSnapshot()
@@ -85,7 +117,7 @@ class WindowReads(Connected):
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
-            f" AND i.decision IN ('kept', 'duplicate')",
+            f" AND i.decision IN ('kept', 'duplicate') ORDER BY i.id",
             (*orgs, cutoff),
         ).fetchall()
         entry_ids, url_hashes, headlines, bodies = [], [], [], []
