@@ -5,7 +5,8 @@
 -- four 16-bit blocks of its simhash, 5 / 6 a word its sentence-case title writes
 -- capitalised / lowercase mid-sentence (n times), 7 the lead token of a CJK headline,
 -- 8 a character 3-gram of a CJK headline. body_keys: per kept item with a body digest, the
--- sampled shingle hashes (bodies.sample_keys). body_digests: its TLSH digest as 35 bytes.
+-- sampled shingle hashes (bodies.sample_keys). body_digests: its TLSH digest as 35 bytes
+-- (with its feed, for the feed scope), scanned in publication order.
 -- The window is an index range (org, kind, key, published_at >= cutoff); rows are written
 -- when an item is stored kept, and follow overrides and refingerprinted bodies.
 CREATE TABLE title_keys (
@@ -30,6 +31,7 @@ CREATE TABLE body_digests (
     org_id       INTEGER NOT NULL,
     published_at TEXT NOT NULL,
     item_id      INTEGER NOT NULL,
+    feed_id      INTEGER NOT NULL,
     tlsh         BLOB NOT NULL,
     PRIMARY KEY (org_id, published_at, item_id)
 ) WITHOUT ROWID;

@@ -12,8 +12,10 @@ below holds every item that can match:
   tokens of ``A``: the postings of the rarest ones;
 - headlines (simhash within ``k <= 3`` bits): one of the four 16-bit blocks is equal;
 - CJK: the lead-token bucket (the gate: other leads never match);
-- bodies: TLSH within the similar-tier radius (a scan of the window's 35-byte digests,
-  in chunks, through ``TlshIndex``), and the bodies sharing a sampled shingle hash: the
+- bodies: on TLSH, the earliest body within the reprint distance and the closest within
+  the similar-tier radius (a scan of the window's 35-byte digests in window order, in
+  chunks, through ``TlshIndex``: at radius 100 a good share of any window is "within",
+  so only those two are read); and the bodies sharing a sampled shingle hash: the
   shingle matcher's own candidates (``ShingleIndex``).
 
 Two statistics are over the whole window, not over matches: the subject gate's casing
@@ -147,6 +149,15 @@ def _org_ids(conn: sqlite3.Connection, orgs: Iterable[str]) -> dict[str, int]:
     names = sorted(set(orgs))
     return dict(
         conn.execute(f"SELECT name, id FROM orgs WHERE name IN ({_marks(names)})", names).fetchall()
+    )
+
+
+def _feed_ids(conn: sqlite3.Connection, feeds: Iterable[str]) -> dict[str, int]:
+    names = sorted(set(feeds))
+    return dict(
+        conn.execute(
+            f"SELECT name, id FROM feeds WHERE name IN ({_marks(names)})", names
+        ).fetchall()
     )
 
 
@@ -301,17 +312,22 @@ def body_candidates(
     """The kept window bodies stage 2 can meet for these survivors' pages: within the
     similar-tier TLSH radius of a digest, or sharing a sampled shingle hash."""
     cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
-    queries: dict[str, list[Page]] = {}
+    queries: dict[str, list[tuple[Page, str]]] = {}
     for candidate in survivors:
         page = pages.get((candidate.entry.org, candidate.page_key))
         if page is not None and page.status != "failed" and page.digest is not None:
-            queries.setdefault(candidate.entry.org, []).append(page)
+            queries.setdefault(candidate.entry.org, []).append((page, candidate.entry.feed))
     org_ids = _org_ids(conn, queries)
+    feed_ids = _feed_ids(conn, {feed for pairs in queries.values() for _, feed in pairs})
     wanted: set[int] = set()
     for org, org_id in org_ids.items():
-        wanted |= _near_digests(conn, org_id, cutoff, queries[org], settings.similar_tlsh_distance)
+        scoped = [
+            (str(page.digest), feed_ids.get(feed, -1) if settings.dedup_scope == "feed" else None)
+            for page, feed in queries[org]
+        ]
+        wanted |= _near_digests(conn, org_id, cutoff, scoped, settings)
         shingle_keys: set[int] = set()
-        for page in queries[org]:
+        for page, _ in queries[org]:
             if page.shingles:
                 shingle_keys.update(sample_keys(np.frombuffer(page.shingles, dtype=np.uint32)))
         for chunk in chunks(sorted(shingle_keys)):
@@ -329,20 +345,40 @@ def body_candidates(
 
 
 def _near_digests(
-    conn: sqlite3.Connection, org_id: int, cutoff: str, pages: Sequence[Page], radius: int
+    conn: sqlite3.Connection,
+    org_id: int,
+    cutoff: str,
+    queries: Sequence[tuple[str, int | None]],
+    settings: Settings,
 ) -> set[int]:
-    """Window items of the org whose digest is within ``radius`` of one of these pages'."""
-    found: set[int] = set()
+    """For each ``(digest, feed id or None for the org scope)``, the two window bodies of
+    its scope that stage 2's TLSH side can name: the earliest within
+    ``tlsh_max_distance`` (a reprint) and the closest within ``similar_tlsh_distance``,
+    the earliest among equals (``stage2.judge``). Window order is (published, item id),
+    the order digests are scanned in; the others within the radius decide nothing (they
+    are neither first nor closest, and the run's own bodies all come after them)."""
+    radius = settings.similar_tlsh_distance
+    hit_limit = min(settings.tlsh_max_distance, radius)
+    hits: list[int | None] = [None] * len(queries)
+    best: list[tuple[int, int] | None] = [None] * len(queries)
     cursor = conn.execute(
-        "SELECT item_id, tlsh FROM body_digests WHERE org_id = ? AND published_at >= ?",
+        "SELECT item_id, feed_id, tlsh FROM body_digests WHERE org_id = ? AND published_at >= ?"
+        " ORDER BY published_at, item_id",
         (org_id, cutoff),
     )
     while rows := cursor.fetchmany(DIGEST_CHUNK):
-        index: TlshIndex[int] = TlshIndex()
-        index.extend_raw(b"".join(row[1] for row in rows), [row[0] for row in rows])
-        for page in pages:
-            found.update(item for item, _ in index.within(str(page.digest), radius))
-    return found
+        index: TlshIndex[tuple[int, int]] = TlshIndex()
+        index.extend_raw(b"".join(row[2] for row in rows), [(row[0], row[1]) for row in rows])
+        for number, (digest, feed) in enumerate(queries):
+            for (item, item_feed), distance in index.within(digest, radius):
+                if feed is not None and item_feed != feed:
+                    continue
+                if hits[number] is None and distance <= hit_limit:
+                    hits[number] = item
+                found = best[number]
+                if found is None or distance < found[0]:
+                    best[number] = (distance, item)
+    return {item for item in hits if item is not None} | {pair[1] for pair in best if pair}
 
 
 def _bodies(conn: sqlite3.Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:

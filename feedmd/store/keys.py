@@ -10,7 +10,7 @@ reads only those items (``candidates.py``) instead of the whole window:
   gate's ``CasingStats``, summed per word over the window); a CJK headline's lead token
   (``LEAD``) and character 3-grams (``GRAM``: ``cjk.GramStats``, counted per gram).
 - ``body_keys``: the sampled shingle hashes of its body (``bodies.sample_keys``).
-- ``body_digests``: its TLSH digest, 35 bytes.
+- ``body_digests``: its TLSH digest, 35 bytes, and its feed (for the feed scope).
 
 Every row carries the item's org and publication time, so the window is an index range.
 Keys are computed from the stored row (title, normalised tokens, simhash, body) by the
@@ -42,10 +42,10 @@ GRAM = 8
 
 TitleRow = tuple[int, int, object, str, int, int]  # org, kind, key, published, item, n
 BodyRow = tuple[int, int, str, int]  # org, key, published, item
-DigestRow = tuple[int, str, int, bytes]  # org, published, item, 35 bytes
+DigestRow = tuple[int, str, int, int, bytes]  # org, published, item, feed, 35 bytes
 
 _ITEM_ROWS = (
-    "SELECT i.id, i.org_id, i.published_at, i.title_raw, i.title_norm, i.simhash,"
+    "SELECT i.id, i.org_id, i.feed_id, i.published_at, i.title_raw, i.title_norm, i.simhash,"
     " b.digest, b.shingles FROM items i LEFT JOIN bodies b ON b.id = i.body_id"
     " WHERE i.decision = 'kept' AND i.id IN ({marks})"
 )
@@ -80,7 +80,12 @@ def title_rows(
 
 
 def body_rows(
-    org_id: int, published: str, item_id: int, digest: str | None, shingles: bytes | None
+    org_id: int,
+    feed_id: int,
+    published: str,
+    item_id: int,
+    digest: str | None,
+    shingles: bytes | None,
 ) -> tuple[list[BodyRow], list[DigestRow]]:
     """The body keys and digest row of one kept item (none without a digest: such an item
     is not in the window's bodies)."""
@@ -88,7 +93,7 @@ def body_rows(
         return [], []
     values = np.frombuffer(shingles or b"", dtype=np.uint32)
     keys = [(org_id, key, published, item_id) for key in sample_keys(values)]
-    return keys, [(org_id, published, item_id, decode_digest(digest))]
+    return keys, [(org_id, published, item_id, feed_id, decode_digest(digest))]
 
 
 def _rows(
@@ -99,11 +104,19 @@ def _rows(
     digests: list[DigestRow] = []
     for chunk in chunks(sorted(set(item_ids))):
         query = _ITEM_ROWS.format(marks=",".join("?" * len(chunk)))
-        for item_id, org_id, published, title, norm, simhash, digest, shingles in conn.execute(
-            query, tuple(chunk)
-        ):
-            titles += title_rows(org_id, published, item_id, title, norm, simhash)
-            keys, digest_rows = body_rows(org_id, published, item_id, digest, shingles)
+        for (
+            item_id,
+            org_id,
+            feed_id,
+            published,
+            title,
+            norm,
+            value,
+            digest,
+            shingles,
+        ) in conn.execute(query, tuple(chunk)):
+            titles += title_rows(org_id, published, item_id, title, norm, value)
+            keys, digest_rows = body_rows(org_id, feed_id, published, item_id, digest, shingles)
             bodies += keys
             digests += digest_rows
     return titles, bodies, digests
@@ -132,8 +145,8 @@ def insert_rows(
         bodies,
     )
     conn.executemany(
-        "INSERT OR IGNORE INTO body_digests (org_id, published_at, item_id, tlsh)"
-        " VALUES (?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO body_digests (org_id, published_at, item_id, feed_id, tlsh)"
+        " VALUES (?, ?, ?, ?, ?)",
         digests,
     )
 
