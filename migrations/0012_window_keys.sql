@@ -39,6 +39,11 @@ CREATE TABLE body_digests (
 -- Entry ids are looked up across the feeds of an org (org scope): UNIQUE (feed_id,
 -- entry_id) cannot serve that.
 CREATE INDEX items_entry_id ON items (entry_id);
+-- The kept items of a body whose fingerprint changes (their body keys follow it), and the
+-- bodies fingerprinted under other prose settings (each run asks; usually none): neither
+-- may scan the window.
+CREATE INDEX items_body ON items (body_id);
+CREATE INDEX bodies_settings_version ON bodies (settings_version);
 
 -- The keys of items stored before this migration are filled on the first run after it
 -- (Python computes them), in one transaction; this row says it is still to do.

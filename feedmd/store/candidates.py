@@ -164,8 +164,11 @@ def _feed_ids(conn: sqlite3.Connection, feeds: Iterable[str]) -> dict[str, int]:
 _ITEM_COLUMNS = (
     "SELECT i.id, f.name, o.name, i.entry_id, i.url_hash, i.title_raw, i.title_norm,"
     " i.simhash, i.published_at, i.decision, i.matched_item_id, i.url"
-    " FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
+    " FROM items i {hint} JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
 )
+# The key lookups go through their own index, never a scan of the window (items_window
+# looks as good to the planner on a store without statistics).
+_BY_KEY = {"i.entry_id": "INDEXED BY items_entry_id", "i.url_hash": "INDEXED BY items_url_hash"}
 
 
 def candidate_snapshot(
@@ -181,6 +184,7 @@ def candidate_snapshot(
     hashes: set[str] = set()
     wanted: set[int] = set()
     probes: list[tuple[Headline, set[int]]] = []
+    cjk_ids: set[int] = set()
     batch_words: set[str] = set()
     batch_grams: set[str] = set()
     cjk_batch = False
@@ -195,7 +199,9 @@ def candidate_snapshot(
         if cjk.is_cjk(entry.title):
             cjk_batch = True
             batch_grams.update(cjk.char_grams(entry.title))
-            wanted.update(keys[entry.org].postings(LEAD, cjk.lead_token(entry.title)))
+            bucket = keys[entry.org].postings(LEAD, cjk.lead_token(entry.title))
+            cjk_ids.update(bucket)
+            wanted.update(bucket)
             continue
         tokens = normalize_headline(entry.title)
         batch_words.update(tokens)
@@ -208,7 +214,8 @@ def candidate_snapshot(
     for column, values in (("i.entry_id", ids_of), ("i.url_hash", sorted(hashes))):
         for chunk in chunks(values):
             exact += conn.execute(
-                f"{_ITEM_COLUMNS} WHERE o.name IN ({_marks(names)}) AND {column} IN"
+                f"{_ITEM_COLUMNS.format(hint=_BY_KEY[column])}"
+                f" WHERE o.name IN ({_marks(names)}) AND {column} IN"
                 f" ({_marks(chunk)}) AND i.published_at >= ?"
                 f" AND i.decision IN ('kept', 'duplicate')",
                 (*names, *chunk, cutoff),
@@ -225,10 +232,10 @@ def candidate_snapshot(
         if hashed and hashed in wanted_hashes and (item_id, "hash") not in seen:
             seen.add((item_id, "hash"))
             url_hashes.append((feed, org, hashed, canonical))
-    headlines = _matching(_headlines(conn, wanted, cutoff), probes, settings)
+    headlines = _matching(_headlines(conn, wanted, cutoff), probes, cjk_ids, settings)
     words, grams = set(batch_words), set(batch_grams)
     for stored in headlines:
-        if cjk.is_cjk(stored.title):
+        if stored.item_id in cjk_ids:
             grams.update(cjk.char_grams(stored.title))
         else:
             words.update(stored.tokens)
@@ -258,6 +265,7 @@ def candidate_snapshot(
 def _matching(
     headlines: list[StoredHeadline],
     probes: Sequence[tuple[Headline, set[int]]],
+    cjk_ids: set[int],
     settings: Settings,
 ) -> list[StoredHeadline]:
     """The candidates that a headline of the batch matches by seed 003's rules (before the
@@ -272,7 +280,7 @@ def _matching(
                 headline, Headline(frozenset(stored.tokens), stored.simhash), settings
             ):
                 keep.add(item_id)
-    return [h for h in headlines if h.item_id in keep or cjk.is_cjk(h.title)]
+    return [h for h in headlines if h.item_id in keep or h.item_id in cjk_ids]
 
 
 def _headlines(
@@ -282,7 +290,8 @@ def _headlines(
     found: list[StoredHeadline] = []
     for chunk in chunks(sorted(set(item_ids))):
         rows = conn.execute(
-            f"{_ITEM_COLUMNS} WHERE i.id IN ({_marks(chunk)}) AND i.published_at >= ?"
+            f"{_ITEM_COLUMNS.format(hint='')} WHERE i.id IN ({_marks(chunk)})"
+            f" AND i.published_at >= ?"
             f" AND i.decision = 'kept'",
             (*chunk, cutoff),
         )

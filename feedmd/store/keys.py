@@ -195,14 +195,18 @@ def bodies_changing(conn: sqlite3.Connection, body_ids: Iterable[int]) -> Iterat
     add_item_keys(conn, items)
 
 
+def keys_pending(conn: sqlite3.Connection) -> bool:
+    """True while the keys of the items stored before migration 0012 are still to fill."""
+    try:
+        return conn.execute("SELECT 1 FROM window_keys_pending").fetchone() is not None
+    except sqlite3.OperationalError:  # a store not migrated this far
+        return False
+
+
 def fill_pending(conn: sqlite3.Connection) -> bool:
     """Compute the keys of every kept item once after migration 0012 (inside the caller's
     transaction); True when it had to."""
-    try:
-        pending = conn.execute("SELECT 1 FROM window_keys_pending").fetchone()
-    except sqlite3.OperationalError:  # a store not migrated (read-only commands)
-        return False
-    if pending is None:
+    if not keys_pending(conn):
         return False
     last = 0
     while True:

@@ -20,7 +20,7 @@ from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
 from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
-from feedmd.store.keys import fill_pending
+from feedmd.store.keys import fill_pending, keys_pending
 from feedmd.store.schema import Connected, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso
 
@@ -96,6 +96,8 @@ class WindowReads(Connected):
     def fill_window_keys(self) -> bool:
         """Compute the candidate keys of the items stored before migration 0012, once, in
         one transaction; True when it did."""
+        if not keys_pending(self._conn):  # the usual case: no write lock taken
+            return False
         with transaction(self._db) as conn:
             return fill_pending(conn)
 
@@ -263,9 +265,13 @@ class WindowReads(Connected):
         cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
         rows = self._conn.execute(
             "SELECT DISTINCT b.id, b.url_hash, b.url, o.name, b.markdown, b.content_type"
-            " FROM bodies b JOIN orgs o ON o.id = b.org_id JOIN items i ON i.body_id = b.id"
-            " WHERE b.settings_version != ? AND i.published_at >= ? AND i.decision = 'kept'",
-            (version, cutoff),
+            # from the (usually no) bodies of other settings to their items: never a scan
+            # of the window's items
+            " FROM bodies b INDEXED BY bodies_settings_version CROSS JOIN items i"
+            " INDEXED BY items_body JOIN orgs o ON o.id = b.org_id"
+            " WHERE (b.settings_version < ? OR b.settings_version > ?) AND i.body_id = b.id"
+            " AND i.published_at >= ? AND i.decision = 'kept'",
+            (version, version, cutoff),
         ).fetchall()
         return [
             Page(
