@@ -45,7 +45,19 @@ CREATE INDEX items_entry_id ON items (entry_id);
 CREATE INDEX items_body ON items (body_id);
 CREATE INDEX bodies_settings_version ON bodies (settings_version);
 
--- The keys of items stored before this migration are filled on the first run after it
--- (Python computes them), in one transaction; this row says it is still to do.
-CREATE TABLE window_keys_pending (one INTEGER PRIMARY KEY CHECK (one = 1));
-INSERT INTO window_keys_pending (one) VALUES (1);
+-- Items whose keys are to be (re)computed: every kept item stored before this migration,
+-- and, through these triggers, every item stored or changed since (its decision or its
+-- body), whoever wrote it. feedmd recomputes them (feedmd/store/keys.py sync_dirty) before
+-- it reads the window, and at the end of a run's writes.
+CREATE TABLE window_keys_dirty (item_id INTEGER PRIMARY KEY);
+INSERT INTO window_keys_dirty (item_id) SELECT id FROM items WHERE decision = 'kept';
+CREATE TRIGGER items_keys_stored AFTER INSERT ON items BEGIN
+    INSERT OR IGNORE INTO window_keys_dirty (item_id) VALUES (NEW.id);
+END;
+CREATE TRIGGER items_keys_changed AFTER UPDATE OF decision, body_id ON items BEGIN
+    INSERT OR IGNORE INTO window_keys_dirty (item_id) VALUES (NEW.id);
+END;
+CREATE TRIGGER bodies_keys_changed AFTER UPDATE OF digest, shingles ON bodies BEGIN
+    INSERT OR IGNORE INTO window_keys_dirty (item_id)
+        SELECT id FROM items WHERE body_id = NEW.id;
+END;

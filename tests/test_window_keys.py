@@ -410,13 +410,36 @@ def test_keys_follow_overrides_and_backfill(tmp_path: Path) -> None:
         store._conn.execute("DELETE FROM title_keys")
         store._conn.execute("DELETE FROM body_keys")
         store._conn.execute("DELETE FROM body_digests")
-        store._conn.execute("INSERT INTO window_keys_pending (one) VALUES (1)")
-    assert store.fill_window_keys()
-    assert not store.fill_window_keys()
+        store._conn.execute(
+            "INSERT INTO window_keys_dirty (item_id) SELECT id FROM items WHERE decision = 'kept'"
+        )
+    assert store.sync_window_keys() > 0
+    assert store.sync_window_keys() == 0
     assert store.snapshot(corpus.batch, settings, NOW) == before
     # a merged item leaves the window's keys; a restored one comes back
     kept = before.headlines[0].item_id
     store.merge_item(kept, before.headlines[1].item_id, "tester", NOW)
     _both_ways(corpus, settings)
     store.restore_item(kept, "tester", NOW)
+    _both_ways(corpus, settings)
+
+
+def test_keys_follow_any_writer_of_items(tmp_path: Path) -> None:
+    """A writer that knows nothing of the keys (a retry recovering a failed item, a
+    script): the triggers list what it changed, the next read recomputes it."""
+    settings = Settings()
+    corpus = _seed(tmp_path, settings)
+    store = corpus.store
+    with store._conn:
+        failed = [
+            row[0] for row in store._conn.execute("SELECT id FROM items WHERE decision = 'failed'")
+        ]
+        store._conn.execute(
+            "UPDATE items SET decision = 'kept', stage = 'stage1' WHERE id IN (?, ?, ?)",
+            failed[:3],
+        )
+        store._conn.execute(
+            "UPDATE items SET decision = 'failed', stage = 'scrape' WHERE id IN"
+            " (SELECT id FROM items WHERE decision = 'kept' ORDER BY id LIMIT 5)"
+        )
     _both_ways(corpus, settings)

@@ -51,7 +51,7 @@ class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Seed
 def open_store(path: str | Path, migrations: list[Migration] | None = None) -> Store:
     """Open the store at ``path`` (created if needed), apply every pending migration."""
     store = Store(open_database(path, migrations))
-    store.fill_window_keys()
+    store.sync_window_keys()
     return store
 
 

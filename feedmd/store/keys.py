@@ -47,7 +47,7 @@ DigestRow = tuple[int, str, int, int, bytes]  # org, published, item, feed, 35 b
 _ITEM_ROWS = (
     "SELECT i.id, i.org_id, i.feed_id, i.published_at, i.title_raw, i.title_norm, i.simhash,"
     " b.digest, b.shingles FROM items i LEFT JOIN bodies b ON b.id = i.body_id"
-    " WHERE i.decision = 'kept' AND i.id IN ({marks})"
+    " WHERE {kept} i.id IN ({marks})"
 )
 
 
@@ -97,13 +97,14 @@ def body_rows(
 
 
 def _rows(
-    conn: sqlite3.Connection, item_ids: Sequence[int]
+    conn: sqlite3.Connection, item_ids: Sequence[int], kept_only: bool = True
 ) -> tuple[list[TitleRow], list[BodyRow], list[DigestRow]]:
     titles: list[TitleRow] = []
     bodies: list[BodyRow] = []
     digests: list[DigestRow] = []
     for chunk in chunks(sorted(set(item_ids))):
-        query = _ITEM_ROWS.format(marks=",".join("?" * len(chunk)))
+        kept = "i.decision = 'kept' AND" if kept_only else ""
+        query = _ITEM_ROWS.format(kept=kept, marks=",".join("?" * len(chunk)))
         for (
             item_id,
             org_id,
@@ -152,9 +153,9 @@ def insert_rows(
 
 
 def drop_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
-    """Delete the keys of these items (call before their decision or body changes: the
-    rows to delete are recomputed from the stored state)."""
-    titles, bodies, digests = _rows(conn, list(item_ids))
+    """Delete the keys of these items, kept or not (before their body changes: the rows
+    to delete are recomputed from the stored title and body)."""
+    titles, bodies, digests = _rows(conn, list(item_ids), kept_only=False)
     conn.executemany(
         "DELETE FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
         " AND published_at = ? AND item_id = ?",
@@ -195,31 +196,32 @@ def bodies_changing(conn: sqlite3.Connection, body_ids: Iterable[int]) -> Iterat
     add_item_keys(conn, items)
 
 
-def keys_pending(conn: sqlite3.Connection) -> bool:
-    """True while the keys of the items stored before migration 0012 are still to fill."""
+def keys_dirty(conn: sqlite3.Connection) -> bool:
+    """True when items changed (or were stored before migration 0012) since their keys
+    were last computed: the triggers of 0012 list them in ``window_keys_dirty``."""
     try:
-        return conn.execute("SELECT 1 FROM window_keys_pending").fetchone() is not None
+        return conn.execute("SELECT 1 FROM window_keys_dirty LIMIT 1").fetchone() is not None
     except sqlite3.OperationalError:  # a store not migrated this far
         return False
 
 
-def fill_pending(conn: sqlite3.Connection) -> bool:
-    """Compute the keys of every kept item once after migration 0012 (inside the caller's
-    transaction); True when it had to."""
-    if not keys_pending(conn):
-        return False
-    last = 0
+def sync_dirty(conn: sqlite3.Connection) -> int:
+    """Recompute the keys of every item the triggers listed (inside the caller's
+    transaction): dropped, then written again if the item is kept. Returns how many.
+    Whoever writes items (a run, a review override, a retry) needs no other care."""
+    if not keys_dirty(conn):
+        return 0
+    done = 0
     while True:
         ids = [
             row[0]
             for row in conn.execute(
-                "SELECT id FROM items WHERE decision = 'kept' AND id > ? ORDER BY id LIMIT 5000",
-                (last,),
+                "SELECT item_id FROM window_keys_dirty ORDER BY item_id LIMIT 5000"
             )
         ]
         if not ids:
-            break
+            return done
+        drop_item_keys(conn, ids)
         add_item_keys(conn, ids)
-        last = ids[-1]
-    conn.execute("DELETE FROM window_keys_pending")
-    return True
+        conn.executemany("DELETE FROM window_keys_dirty WHERE item_id = ?", [(i,) for i in ids])
+        done += len(ids)

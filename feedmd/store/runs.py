@@ -18,7 +18,7 @@ from feedmd.models import Decision, FeedResult, LinkResolution, Page, Stage1Resu
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of
-from feedmd.store.keys import add_item_keys, bodies_changing
+from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
 from feedmd.store.schema import Connected, to_signed64, transaction
 from feedmd.timeutil import iso
 
@@ -216,6 +216,7 @@ class RunWrites(Connected):
                             ids[candidate.key],
                         ),
                     )
+            sync_dirty(conn)  # the keys of whatever else this transaction changed
         return StoredItems(ids=ids, kept=kept)
 
     def _update_feed(self, conn: sqlite3.Connection, result: FeedResult, now: datetime) -> None:

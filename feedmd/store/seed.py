@@ -13,7 +13,7 @@ from datetime import datetime
 from feedmd.models import Candidate, Page
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
-from feedmd.store.keys import add_item_keys
+from feedmd.store.keys import add_item_keys, keys_dirty
 from feedmd.store.schema import Connected, to_signed64, transaction
 from feedmd.timeutil import iso
 
@@ -92,6 +92,11 @@ class Seeding(Connected):
             add_item_keys(
                 conn, [i for i, item in zip(ids, items, strict=True) if item.decision == "kept"]
             )
+            # new items, keys just written: nothing for the triggers' list to redo
+            if keys_dirty(conn):
+                conn.executemany(
+                    "DELETE FROM window_keys_dirty WHERE item_id = ?", [(i,) for i in ids]
+                )
         return ids
 
     def _seed_one(

@@ -20,7 +20,7 @@ from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
 from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
-from feedmd.store.keys import fill_pending, keys_pending
+from feedmd.store.keys import keys_dirty, sync_dirty
 from feedmd.store.schema import Connected, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso
 
@@ -80,6 +80,7 @@ class WindowReads(Connected):
         serve get the full snapshot."""
         if needs_whole_window(settings):
             return self.full_snapshot(entries, settings, now)
+        self.sync_window_keys()
         return candidate_snapshot(self._conn, entries, settings, now)
 
     def body_snapshot(
@@ -91,15 +92,19 @@ class WindowReads(Connected):
     ) -> WindowSnapshot:
         """What stage 2 needs of the window for these survivors' pages: the kept bodies
         they can match (``candidates.body_candidates``)."""
+        self.sync_window_keys()
         return body_candidates(self._conn, survivors, pages, settings, now)
 
-    def fill_window_keys(self) -> bool:
-        """Compute the candidate keys of the items stored before migration 0012, once, in
-        one transaction; True when it did."""
-        if not keys_pending(self._conn):  # the usual case: no write lock taken
-            return False
+    def sync_window_keys(self) -> int:
+        """Recompute the candidate keys of the items stored or changed since they were
+        computed (all kept items, the first time after migration 0012), in one
+        transaction; return how many."""
+        if not keys_dirty(self._conn):  # the usual case: no write lock taken
+            return 0
+        if self._conn.in_transaction:
+            return sync_dirty(self._conn)
         with transaction(self._db) as conn:
-            return fill_pending(conn)
+            return sync_dirty(conn)
 
     def full_snapshot(
         self, entries: Sequence[Entry], settings: Settings, now: datetime
