@@ -14,10 +14,11 @@ from types import ModuleType
 # Run as a script, this folder is on sys.path but the repository (the package) is not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import events, scrape, stage1, stage2
+from benchmarks import events, scrape, stage1, stage2, window
 
 BENCHMARKS: dict[str, ModuleType] = {
     "events": events,
+    "run": window,
     "scrape": scrape,
     "stage1": stage1,
     "stage2": stage2,

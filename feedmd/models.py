@@ -131,13 +131,32 @@ class StoredBody:
 
 
 @dataclass(frozen=True)
+class WindowAggregates:
+    """Sums over the whole window (the orgs of the run) that a snapshot restricted to the
+    candidates of the run's entries cannot recount: the subject gate's casing sightings
+    ``(word, capitalised, count)`` and the CJK gram document frequencies, each for (at
+    least) every word / gram the run's comparisons can look up."""
+
+    casing: tuple[tuple[str, bool, int], ...] = ()
+    cjk_documents: int = 0
+    cjk_frequency: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class WindowSnapshot:
-    """What the store holds inside the dedup window, for the feeds of this run."""
+    """What the store holds inside the dedup window, for the feeds of this run: all of it
+    (``aggregates`` None), or only the items that can match the run's entries, with the
+    window's aggregates (``Store.snapshot``, issue 13)."""
 
     entry_ids: tuple[tuple[str, str, str, int], ...] = ()  # (feed, org, entry_id, item_id)
     url_hashes: tuple[tuple[str, str, str, int], ...] = ()  # (feed, org, url_hash, item_id)
     headlines: tuple[StoredHeadline, ...] = ()
     bodies: tuple[StoredBody, ...] = ()
+    aggregates: WindowAggregates | None = None
+
+    def window_sums(self) -> WindowAggregates:
+        """The window's aggregates; empty when the snapshot holds the whole window."""
+        return self.aggregates or WindowAggregates()
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,9 @@ def run(
                 pages = retry_pages(store, due, pages, settings, source)
                 due = [d for d in due if _page_key(d) in pages]  # the others wait
             with timer.step("stage2"):  # 4
-                final = decide_bodies(
-                    retry.with_retries(first, due), pages, window.snapshot, settings, now
-                )
+                with_retries = retry.with_retries(first, due)
+                bodies = store.body_snapshot(with_retries.survivors, pages, settings, now)
+                final = decide_bodies(with_retries, pages, bodies, settings, now)
                 retries = _retry_batch(config, first, due, final, now)
             with timer.step("store"):  # 5
                 stored = store.persist(

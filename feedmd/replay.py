@@ -135,7 +135,8 @@ def _replay_run(
     window, first = pipeline.decide_metadata(store, entries, settings, now)
     source = _stored_page_source(stored_pages, settings)
     first, pages = pipeline.scrape_step(store, entries, window, first, settings, now, source)
-    final = pipeline.decide_bodies(first, pages, window.snapshot, settings, now)
+    bodies = store.body_snapshot(first.survivors, pages, settings, now)
+    final = pipeline.decide_bodies(first, pages, bodies, settings, now)
     store.persist(run_id, [], first, pages, final, settings, now)
 
 

@@ -117,10 +117,16 @@ class GramStats:
     prior_docs: int
 
     @classmethod
-    def build(cls, gram_sets: Iterable[frozenset[str]], prior_docs: int) -> GramStats:
-        """Count each gram once per headline."""
-        frequency: Counter[str] = Counter()
-        documents = 0
+    def build(
+        cls,
+        gram_sets: Iterable[frozenset[str]],
+        prior_docs: int,
+        documents: int = 0,
+        frequency: Iterable[tuple[str, int]] = (),
+    ) -> GramStats:
+        """Count each gram once per headline, on top of ``documents`` headlines counted
+        already whose gram frequencies are ``frequency`` (the store's window sums)."""
+        frequency = Counter(dict(frequency))
         for grams in gram_sets:
             documents += 1
             frequency.update(grams)

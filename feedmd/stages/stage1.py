@@ -205,12 +205,16 @@ def decide(
     candidates = [prepare(fresh[i]) for i in order]
     cutoff = now - timedelta(hours=settings.dedup_window_hours)
     memory = _Memory.from_snapshot(snapshot, settings, cutoff)
+    grams = [c.grams for c in candidates if c.is_cjk]
+    titles = [c.entry.title for c in candidates if not c.is_cjk]
+    if snapshot.aggregates is None:  # the snapshot holds the whole window: count it here
+        grams += [kept.grams for bucket in memory.cjk_buckets.values() for kept in bucket]
+        titles += memory.titles
+    sums = snapshot.window_sums()
     stats = cjk.GramStats.build(
-        [kept.grams for bucket in memory.cjk_buckets.values() for kept in bucket]
-        + [c.grams for c in candidates if c.is_cjk],
-        settings.cjk_idf_prior_docs,
+        grams, settings.cjk_idf_prior_docs, sums.cjk_documents, sums.cjk_frequency
     )
-    casing = CasingStats.build(memory.titles + [c.entry.title for c in candidates if not c.is_cjk])
+    casing = CasingStats.build(titles, sums.casing)
     result = Stage1Result(candidates=candidates, seen_before=seen_before)
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,

@@ -60,6 +60,18 @@ def is_sentence_case(words: Sequence[str]) -> bool:
     return capitals < SENTENCE_CASE_MAX_CAPITAL_SHARE * len(middle)
 
 
+def casing_counts(title: str) -> list[tuple[str, bool, int]]:
+    """What one title adds to ``CasingStats``: ``(lowercased word, capitalised, times)``
+    for the cased non-first words of a sentence-case title, nothing for other titles."""
+    words = cased_tokens(title)
+    if not is_sentence_case(words):
+        return []
+    counts: Counter[tuple[str, bool]] = Counter(
+        (word.lower(), word[0].isupper()) for word in words[1:] if _has_case(word)
+    )
+    return [(word, capital, count) for (word, capital), count in sorted(counts.items())]
+
+
 @dataclass
 class CasingStats:
     """How the corpus (window plus batch) writes each word mid-sentence in sentence-case
@@ -69,18 +81,22 @@ class CasingStats:
     lowercase: Counter[str] = field(default_factory=Counter)
 
     @classmethod
-    def build(cls, titles: Iterable[str]) -> CasingStats:
-        """Count the mid-sentence casing of every word of the sentence-case titles."""
+    def build(
+        cls, titles: Iterable[str], counted: Iterable[tuple[str, bool, int]] = ()
+    ) -> CasingStats:
+        """Count the mid-sentence casing of every word of the sentence-case titles, on top
+        of sightings ``counted`` already (the store's window sums)."""
         stats = cls()
+        stats.add(counted)
         for title in titles:
-            words = cased_tokens(title)
-            if not is_sentence_case(words):
-                continue
-            for word in words[1:]:
-                if _has_case(word):
-                    counter = stats.capitalised if word[0].isupper() else stats.lowercase
-                    counter[word.lower()] += 1
+            stats.add(casing_counts(title))
         return stats
+
+    def add(self, counts: Iterable[tuple[str, bool, int]]) -> None:
+        """Add ``(word, capitalised, count)`` sightings (``casing_counts``, or the store's
+        sums of them over the window)."""
+        for word, capital, count in counts:
+            (self.capitalised if capital else self.lowercase)[word] += count
 
     def verdict(self, token: str) -> bool | None:
         """True (a name) / False (an ordinary word) when the corpus says so, else None."""

@@ -308,12 +308,24 @@ class TlshIndex(Generic[T]):
         for start in range(0, len(digests), _CHUNK):
             self._append(digests[start : start + _CHUNK], payloads[start : start + _CHUNK])
 
+    def extend_raw(self, raw: bytes, payloads: list[T]) -> None:
+        """``extend`` with digests already decoded (``decode_digest``) and joined: 35 bytes
+        each, in the order of ``payloads`` (the store keeps them so)."""
+        if len(raw) != 35 * len(payloads):
+            raise ValueError(f"{len(raw)} bytes do not hold {len(payloads)} TLSH digests")
+        for start in range(0, len(payloads), _CHUNK):
+            stop = min(start + _CHUNK, len(payloads))
+            self._append_raw(raw[35 * start : 35 * stop], payloads[start:stop])
+
     def _append(self, digests: list[str], payloads: list[T]) -> None:
         """Decode checked digests in one numpy pass and file them in their buckets."""
-        joined = bytes.fromhex("".join(digest[2:] for digest in digests))
-        raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(digests), 35)
+        self._append_raw(bytes.fromhex("".join(digest[2:] for digest in digests)), payloads)
+
+    def _append_raw(self, joined: bytes, payloads: list[T]) -> None:
+        # a copy: the arrays filed below must never view a buffer their caller may free
+        raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), 35).copy()
         planes = _planes(raw[:, 3:])
-        ids = np.arange(len(self._payloads), len(self._payloads) + len(digests), dtype=np.int64)
+        ids = np.arange(len(self._payloads), len(self._payloads) + len(payloads), dtype=np.int64)
         lengths = _SWAP[raw[:, 1]]
         order = np.argsort(lengths, kind="stable")  # stable: insertion order within a code
         sorted_lengths = lengths[order]

@@ -13,6 +13,8 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     audit.py    explain, the review page, reviewers' overrides
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
+    keys.py     the candidate keys of kept items; candidates.py reads the window by them
+    seed.py     bulk loading of prepared items (the window benchmark, tests)
 
 A change to the schema is one migration plus a change inside this folder.
 """
@@ -29,12 +31,14 @@ from feedmd.store.queue import Queue
 from feedmd.store.retries import Retries
 from feedmd.store.runs import RunWrites, StoredItems
 from feedmd.store.schema import Migration, connect, open_database
+from feedmd.store.seed import Seeding, SeedItem
 from feedmd.store.window import WindowReads
 
 __all__ = [
     "AlsoPublished",
     "LeaseHolder",
     "RunLease",
+    "SeedItem",
     "Store",
     "StoredItems",
     "connect_store",
@@ -42,13 +46,15 @@ __all__ = [
 ]
 
 
-class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries):
+class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries, Seeding):
     """The SQLite store as feedmd uses it: one object, one private connection."""
 
 
 def open_store(path: str | Path, migrations: list[Migration] | None = None) -> Store:
     """Open the store at ``path`` (created if needed), apply every pending migration."""
-    return Store(open_database(path, migrations))
+    store = Store(open_database(path, migrations))
+    store.sync_window_keys()
+    return store
 
 
 def connect_store(path: str | Path) -> Store:

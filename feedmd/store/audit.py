@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from feedmd.errors import OverrideError
+from feedmd.store.keys import add_item_keys, drop_item_keys
 from feedmd.store.schema import Connected, chunks, transaction
 from feedmd.timeutil import iso, parse_iso
 
@@ -276,6 +277,7 @@ class Audit(Connected):
                 " matched_item_id = NULL WHERE id = ?",
                 (OVERRIDE_RULE, item_id),
             )
+            add_item_keys(conn, [item_id])
         return record, {item.feed, other.feed}
 
     def merge_item(
@@ -298,6 +300,7 @@ class Audit(Connected):
             if canonical.org_id != item.org_id:
                 raise OverrideError(f"items {item_id} and {canonical.id} are in different orgs")
             record = _record(conn, "merge", item, canonical.id, who, now)
+            drop_item_keys(conn, [item_id])
             conn.execute(
                 "UPDATE items SET decision = 'duplicate', rule = ?, score = NULL,"
                 " threshold = NULL, matched_item_id = ? WHERE id = ?",

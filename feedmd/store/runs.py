@@ -20,6 +20,7 @@ from feedmd.stages import retry
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
+from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
 from feedmd.store.schema import Connected, to_signed64, transaction
 from feedmd.timeutil import iso
 
@@ -205,6 +206,7 @@ class RunWrites(Connected):
                 ids[candidate.key] = item_id
                 if decision.decision == "kept":
                     kept.append(item_id)
+            add_item_keys(conn, kept)
             # matches inside the run point at items inserted in this same transaction
             for candidate in stage1.candidates:
                 decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
@@ -230,6 +232,7 @@ class RunWrites(Connected):
                     conn, run_id, retries, stage2, again, ids, body_ids, now
                 )
                 kept += recovered
+            sync_dirty(conn)  # the keys of whatever else this transaction changed
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
     def _update_feed(
@@ -289,9 +292,24 @@ class RunWrites(Connected):
     ) -> int:
         if page.body_id is not None:
             if page.stale:
-                conn.execute(_UPDATE_FINGERPRINTS, _fingerprints(page, version))
+                with bodies_changing(conn, [page.body_id]):
+                    conn.execute(_UPDATE_FINGERPRINTS, _fingerprints(page, version))
             return page.body_id
         org_id = conn.execute("SELECT id FROM orgs WHERE name = ?", (page.org,)).fetchone()[0]
+        existing = conn.execute(
+            "SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?", (org_id, page.url_hash)
+        ).fetchall()
+        with bodies_changing(conn, [row[0] for row in existing]):
+            self._write_body(conn, org_id, page, version, now)
+        return int(
+            conn.execute(
+                "SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?", (org_id, page.url_hash)
+            ).fetchone()[0]
+        )
+
+    def _write_body(
+        self, conn: sqlite3.Connection, org_id: int, page: Page, version: str, now: datetime
+    ) -> None:
         conn.execute(
             "INSERT INTO bodies (org_id, url_hash, url, fetched_at, http_status, content_type,"
             " etag, last_modified, markdown, prose, prose_chars, digest, no_digest_reason,"
@@ -324,10 +342,6 @@ class RunWrites(Connected):
                 page.shingles,
             ),
         )
-        row = conn.execute(
-            "SELECT id FROM bodies WHERE org_id = ? AND url_hash = ?", (org_id, page.url_hash)
-        ).fetchone()
-        return int(row[0])
 
     def update_fingerprints(self, pages: Iterable[Page], settings: Settings) -> int:
         """Store recomputed prose, digests and shingles of existing bodies; return how many."""
@@ -335,7 +349,10 @@ class RunWrites(Connected):
         rows = [_fingerprints(p, version) for p in pages if p.body_id is not None]
         if not rows:
             return 0
-        with transaction(self._db) as conn:
+        with (
+            transaction(self._db) as conn,
+            bodies_changing(conn, [row[-1] for row in rows]),
+        ):
             conn.executemany(_UPDATE_FINGERPRINTS, rows)
         return len(rows)
 

@@ -3,10 +3,11 @@ stored, the window snapshot, stored pages, cached link resolutions, furniture co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from feedmd.models import (
+    Candidate,
     Entry,
     FeedSpec,
     LinkResolution,
@@ -18,7 +19,9 @@ from feedmd.models import (
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
-from feedmd.store.schema import Connected, chunks, to_unsigned64
+from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
+from feedmd.store.keys import keys_dirty, sync_dirty
+from feedmd.store.schema import Connected, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso
 
 
@@ -74,8 +77,44 @@ class WindowReads(Connected):
     def snapshot(
         self, entries: Sequence[Entry], settings: Settings, now: datetime
     ) -> WindowSnapshot:
-        """What the window holds for the orgs of these entries: the stages' only view of
-        history. Duplicates are represented by their canonical item."""
+        """What stage 1 needs of the window for these entries: the stored items that can
+        match them, read through their candidate keys, and the window's sums
+        (``candidates.py``). Decides exactly as ``full_snapshot``; settings the keys cannot
+        serve get the full snapshot."""
+        if needs_whole_window(settings):
+            return self.full_snapshot(entries, settings, now)
+        self.sync_window_keys()
+        return candidate_snapshot(self._conn, entries, settings, now)
+
+    def body_snapshot(
+        self,
+        survivors: Sequence[Candidate],
+        pages: Mapping[tuple[str, str], Page],
+        settings: Settings,
+        now: datetime,
+    ) -> WindowSnapshot:
+        """What stage 2 needs of the window for these survivors' pages: the kept bodies
+        they can match (``candidates.body_candidates``)."""
+        self.sync_window_keys()
+        return body_candidates(self._conn, survivors, pages, settings, now)
+
+    def sync_window_keys(self) -> int:
+        """Recompute the candidate keys of the items stored or changed since they were
+        computed (all kept items, the first time after migration 0012), in one
+        transaction; return how many."""
+        if not keys_dirty(self._conn):  # the usual case: no write lock taken
+            return 0
+        if self._conn.in_transaction:
+            return sync_dirty(self._conn)
+        with transaction(self._db) as conn:
+            return sync_dirty(conn)
+
+    def full_snapshot(
+        self, entries: Sequence[Entry], settings: Settings, now: datetime
+    ) -> WindowSnapshot:
+        """Everything the window holds for the orgs of these entries (the reference the
+        candidate reads are tested against). Duplicates are represented by their
+        canonical item."""
         orgs = sorted({entry.org for entry in entries})
         if not orgs:
             return WindowSnapshot()
@@ -88,7 +127,7 @@ class WindowReads(Connected):
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
-            f" AND i.decision IN ('kept', 'duplicate')",
+            f" AND i.decision IN ('kept', 'duplicate') ORDER BY i.id",
             (*orgs, cutoff),
         ).fetchall()
         entry_ids, url_hashes, headlines, bodies = [], [], [], []
@@ -234,9 +273,13 @@ class WindowReads(Connected):
         cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
         rows = self._conn.execute(
             "SELECT DISTINCT b.id, b.url_hash, b.url, o.name, b.markdown, b.content_type"
-            " FROM bodies b JOIN orgs o ON o.id = b.org_id JOIN items i ON i.body_id = b.id"
-            " WHERE b.settings_version != ? AND i.published_at >= ? AND i.decision = 'kept'",
-            (version, cutoff),
+            # from the (usually no) bodies of other settings to their items: never a scan
+            # of the window's items
+            " FROM bodies b INDEXED BY bodies_settings_version CROSS JOIN items i"
+            " INDEXED BY items_body JOIN orgs o ON o.id = b.org_id"
+            " WHERE (b.settings_version < ? OR b.settings_version > ?) AND i.body_id = b.id"
+            " AND i.published_at >= ? AND i.decision = 'kept'",
+            (version, version, cutoff),
         ).fetchall()
         return [
             Page(

@@ -1,0 +1,445 @@
+"""Issue 13: a run reads the window through candidate keys, and decides exactly as when it
+reads the whole window. A seeded store (both sides of every threshold: Jaccard,
+containment, simhash, CJK, the subject gate, entry ids and URLs in and out of the window
+and scope, TLSH reprint and similar tiers, shingle containment) is decided through
+``Store.full_snapshot`` (the old path, the reference) and through ``Store.snapshot`` /
+``Store.body_snapshot``; every decision, with its evidence, must be equal."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import at, fixture_bodies
+
+from feedmd.models import Entry, Page
+from feedmd.settings import Settings
+from feedmd.stages import stage1, stage2
+from feedmd.stages.scrape import fingerprint
+from feedmd.store import SeedItem, Store, open_store
+
+NOW = at(12)
+BODIES = fixture_bodies()
+TEXTS = sorted(BODIES)
+WORDS = [
+    "council",
+    "approves",
+    "budget",
+    "plan",
+    "after",
+    "long",
+    "debate",
+    "over",
+    "transit",
+    "funding",
+    "city",
+    "schools",
+    "storm",
+    "damages",
+    "homes",
+    "along",
+    "coast",
+    "power",
+    "restored",
+    "thousands",
+    "residents",
+    "court",
+    "rules",
+    "against",
+    "state",
+    "ban",
+    "union",
+    "workers",
+    "strike",
+    "port",
+    "talks",
+    "stall",
+    "prices",
+    "rise",
+    "again",
+    "market",
+    "shares",
+    "fall",
+    "investors",
+    "worry",
+    "inflation",
+    "report",
+    "bank",
+    "raises",
+    "rates",
+    "energy",
+    "costs",
+    "climb",
+    "police",
+    "arrest",
+    "suspect",
+    "downtown",
+    "shooting",
+    "hospital",
+    "opens",
+    "new",
+    "wing",
+    "cancer",
+    "research",
+    "team",
+    "wins",
+    "title",
+    "season",
+    "final",
+    "coach",
+    "praises",
+    "defense",
+    "fans",
+    "celebrate",
+    "streets",
+    "festival",
+    "returns",
+    "weekend",
+    "music",
+    "food",
+    "vendors",
+    "bridge",
+    "closes",
+    "repairs",
+    "traffic",
+    "delays",
+    "commuters",
+    "warned",
+    "farmers",
+    "market",
+    "moves",
+    "summer",
+    "hours",
+    "mayor",
+    "unveils",
+    "housing",
+    "strategy",
+    "rents",
+    "soar",
+]
+NAMES = ["QuantumScape", "Rivian", "Nvidia", "Boeing", "Pfizer", "Tesla", "Intel", "Oracle"]
+TEMPLATES = [
+    "{} Q3 2026 Earnings Date and Estimates",
+    "{} stock falls after analyst downgrade",
+    "{} shares rise on record quarterly deliveries",
+]
+KO_LEADS = ["삼성전자", "어드밴트", "서울시", "엠젠솔루션"]
+KO_PARTS = [
+    "스마트 돌봄 서비스 확대",
+    "신형 반도체 공장 착공",
+    "온디바이스 AI 기술 공개",
+    "지역 상생 협약 체결",
+    "하반기 실적 전망 발표",
+    "친환경 버스 노선 신설",
+]
+HOSTS = ["daily.example", "wire.example", "herald.example", "post.example"]
+
+
+def _entry(n: int, feed: str, title: str, published, host: str, entry_id: str = "") -> Entry:
+    url = f"https://{host}/story/{n}"
+    return Entry(
+        feed=feed,
+        org="o",
+        entry_id=entry_id or f"e{n}",
+        link=url,
+        url=url,
+        title=title,
+        publisher=host,
+        published=published,
+        fetched=NOW,
+    )
+
+
+def _headline(rng: random.Random, size: int) -> list[str]:
+    words = rng.sample(WORDS, size)
+    words[0] = words[0].capitalize()
+    if rng.random() < 0.5:
+        words.insert(1, rng.choice(NAMES))
+    return words
+
+
+def _variant(rng: random.Random, words: list[str], changes: int, extra: int) -> list[str]:
+    out = list(words)
+    for _ in range(changes):
+        out[rng.randrange(1, len(out))] = rng.choice(WORDS)
+    if extra > 0:
+        out += rng.sample(WORDS, extra)
+    if extra < 0:
+        out = out[:extra]
+    return out
+
+
+def _prose(rng: random.Random, kind: str, base: str) -> str:
+    paragraphs = list(BODIES[base])
+    if kind == "trimmed":
+        paragraphs = paragraphs[: max(1, len(paragraphs) - 1)]
+    elif kind == "mixed":
+        other = BODIES[rng.choice(TEXTS)]
+        paragraphs = paragraphs[: len(paragraphs) // 2] + list(other)
+    elif kind == "different":
+        paragraphs = list(BODIES[rng.choice(TEXTS)])
+    return "\n\n".join(paragraphs)
+
+
+def _page(entry: Entry, key: str, markdown: str, settings: Settings) -> Page:
+    base = Page(url_hash=key, url=entry.url, org="o", status="ok", markdown=markdown)
+    return fingerprint(base, settings)
+
+
+@dataclasses.dataclass
+class Corpus:
+    store: Store
+    batch: list[Entry]
+    bodies: dict[str, str]  # entry key -> markdown of its page ("" failed)
+
+
+def _seed(tmp: Path, settings: Settings, seed: int = 7) -> Corpus:
+    rng = random.Random(seed)
+    store = open_store(tmp / "window.db")
+    items: list[SeedItem] = []
+    stories: list[tuple[list[str], str, str]] = []  # words, body, host
+    long_titles: list[list[str]] = []
+    n = 0
+
+    def stored(title: str, hours: float, feed: str, host: str, body: str | None) -> int:
+        nonlocal n
+        n += 1
+        entry = _entry(n, feed, title, NOW - timedelta(hours=hours), host)
+        candidate = stage1.prepare(entry)
+        page = None
+        if body is not None:
+            page = _page(entry, candidate.page_key, _prose(rng, "same", body), settings)
+        items.append(SeedItem(candidate=candidate, page=page))
+        return n
+
+    for number in range(60):
+        words = _headline(rng, rng.randint(4, 8))
+        body = rng.choice(TEXTS)
+        host = rng.choice(HOSTS)
+        hours = rng.choice([1, 5, 20, 40, 47.9, 48.1, 60])
+        stored(" ".join(words), hours, rng.choice(["f1", "f2"]), host, body)
+        stories.append((words, body, host))
+        if number % 3 == 0:  # a second kept telling, partly overlapping
+            stored(" ".join(_variant(rng, words, 2, 1)), hours / 2, "f1", host, body)
+    for _ in range(20):
+        words = rng.sample(WORDS, 20)
+        long_titles.append(words)
+        stored(
+            " ".join(words), rng.choice([3, 30, 50]), rng.choice(["f1", "f2"]), "wire.example", None
+        )
+    for template in TEMPLATES:
+        for name in NAMES[:4]:
+            stored(template.format(name), rng.choice([2, 10, 30]), "f1", rng.choice(HOSTS), None)
+    for lead in KO_LEADS:
+        for _ in range(4):
+            title = f"{lead}, " + " ".join(rng.sample(KO_PARTS, 3))
+            stored(
+                title, rng.choice([2, 10, 30, 50]), rng.choice(["f1", "f2"]), "news.example", None
+            )
+    ids = store.seed_items(items, settings, NOW)
+    # duplicates and failures: their entry ids and URLs still count, their titles do not
+    extra = []
+    for position in range(0, 40, 4):
+        candidate = items[position].candidate
+        n += 1
+        entry = _entry(n, "f2", candidate.entry.title, candidate.entry.published, "copy.example")
+        extra.append(SeedItem(stage1.prepare(entry), "duplicate", ids[position]))
+        n += 1
+        entry = _entry(
+            n, "f1", "Failed " + candidate.entry.title, candidate.entry.published, "x.example"
+        )
+        extra.append(SeedItem(stage1.prepare(entry), "failed"))
+    store.seed_items(extra, settings, NOW)
+
+    batch: list[Entry] = []
+    bodies: dict[str, str] = {}
+
+    def new(
+        title: str, feed: str, host: str, markdown: str, entry_id: str = "", url_n: int = 0
+    ) -> None:
+        nonlocal n
+        n += 1
+        entry = _entry(
+            url_n or n,
+            feed,
+            title,
+            NOW - timedelta(minutes=rng.randint(1, 50)),
+            host,
+            entry_id or f"new{n}",
+        )
+        batch.append(entry)
+        bodies[entry.key] = markdown
+
+    for words, body, host in stories:
+        for changes, extra_words in ((0, 0), (1, 0), (2, 0), (3, 1), (1, 3), (0, -1), (0, 2)):
+            if rng.random() < 0.45:
+                kind = rng.choice(["same", "trimmed", "mixed", "different"])
+                markdown = "" if rng.random() < 0.05 else _prose(rng, kind, body)
+                new(
+                    " ".join(_variant(rng, words, changes, extra_words)),
+                    rng.choice(["f1", "f2"]),
+                    rng.choice([host, host, "other.example"]),
+                    markdown,
+                )
+    for words in long_titles:
+        new(
+            " ".join(_variant(rng, words, 1, 0)),
+            rng.choice(["f1", "f2"]),
+            "wire.example",
+            _prose(rng, "different", TEXTS[0]),
+        )
+    for template in TEMPLATES:
+        for name in NAMES[2:]:
+            new(template.format(name), "f1", rng.choice(HOSTS), _prose(rng, "different", TEXTS[1]))
+    for lead in [*KO_LEADS, "새로운"]:
+        for _ in range(3):
+            new(
+                f"{lead}: " + " ".join(rng.sample(KO_PARTS, rng.randint(2, 4))),
+                rng.choice(["f1", "f2"]),
+                "news.example",
+                _prose(rng, "different", TEXTS[2]),
+            )
+    for position in rng.sample(range(len(items)), 25):  # repeated entry ids and URLs
+        entry = items[position].candidate.entry
+        if position % 2:
+            new(
+                "Entirely unrelated words here today",
+                rng.choice(["f1", "f2"]),
+                "z.example",
+                "",
+                entry_id=entry.entry_id,
+            )
+        else:
+            new(
+                "Another unrelated headline appears somewhere",
+                rng.choice(["f1", "f2"]),
+                entry.url.split("/")[2],
+                "",
+                url_n=int(entry.entry_id[1:]),
+            )
+    return Corpus(store, batch, bodies)
+
+
+def _pages(corpus: Corpus, first: stage1.Stage1Result, settings: Settings) -> dict:
+    pages = {}
+    for candidate in first.survivors:
+        markdown = corpus.bodies[candidate.key]
+        key = (candidate.entry.org, candidate.page_key)
+        if not markdown:
+            pages[key] = Page(
+                url_hash=candidate.page_key,
+                url=candidate.entry.url,
+                org="o",
+                status="failed",
+                error="gone",
+            )
+        else:
+            pages[key] = _page(candidate.entry, candidate.page_key, markdown, settings)
+    return pages
+
+
+def _both_ways(corpus: Corpus, settings: Settings) -> tuple[Counter[str], Counter[str]]:
+    store, batch = corpus.store, corpus.batch
+    known = store.known_entries(batch)
+    full = store.full_snapshot(batch, settings, NOW)
+    keyed = store.snapshot(batch, settings, NOW)
+    few = store.snapshot(batch[:2], settings, NOW)
+    assert len(few.headlines) < len(full.headlines) / 4  # the point: fewer rows read
+    reference = stage1.decide(batch, full, known, settings, NOW)
+    result = stage1.decide(batch, keyed, known, settings, NOW)
+    assert result.decisions == reference.decisions
+    assert result.candidates == reference.candidates
+    pages = _pages(corpus, reference, settings)
+    survivors = reference.survivors
+    body_reference = stage2.decide(survivors, pages, full, settings, NOW)
+    keyed_bodies = store.body_snapshot(survivors, pages, settings, NOW)
+    few_bodies = store.body_snapshot(survivors[:1], pages, settings, NOW)
+    assert len(few_bodies.bodies) < len(full.bodies) / 2
+    assert stage2.decide(survivors, pages, keyed_bodies, settings, NOW) == body_reference
+    first_rules = Counter(d.rule or d.decision for d in reference.decisions.values())
+    first_rules["blocked"] = sum(
+        "subject_gate_blocked" in d.evidence for d in reference.decisions.values()
+    )
+    second = Counter(
+        f"{d.decision}:{d.rule}:{d.evidence.get('verdict', '')}" for d in body_reference.values()
+    )
+    return first_rules, second
+
+
+@pytest.mark.parametrize("scope", ["feed", "org"])
+def test_stage1_and_stage2_decide_the_same_through_keys(tmp_path: Path, scope: str) -> None:
+    settings = dataclasses.replace(Settings(), dedup_scope=scope)
+    corpus = _seed(tmp_path, settings)
+    first, second = _both_ways(corpus, settings)
+    # both sides of the thresholds were met
+    rules = ["url", "jaccard", "containment", "cjk", "kept", "blocked"]
+    # in feed scope a stored entry id of the same feed is an entry seen before, not a match
+    for rule in rules + (["entry-id"] if scope == "org" else []):
+        assert first[rule] > 0, (rule, first)
+    assert any(key.startswith("duplicate:tlsh") for key in second), second
+    assert any(key.startswith("duplicate:shingles") for key in second), second
+    assert any(key.startswith("kept:similar-") for key in second), second
+
+
+def test_simhash_matches_come_through_the_blocks(tmp_path: Path) -> None:
+    settings = dataclasses.replace(
+        Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
+    )
+    first, _ = _both_ways(_seed(tmp_path, settings, seed=11), settings)
+    assert first["simhash"] > 0, first
+
+
+def test_settings_the_keys_cannot_serve_read_the_whole_window(tmp_path: Path) -> None:
+    settings = dataclasses.replace(Settings(), simhash_max_bits=5)
+    corpus = _seed(tmp_path, settings)
+    snapshot = corpus.store.snapshot(corpus.batch, settings, NOW)
+    assert snapshot == corpus.store.full_snapshot(corpus.batch, settings, NOW)
+
+
+def test_keys_follow_overrides_and_backfill(tmp_path: Path) -> None:
+    settings = Settings()
+    corpus = _seed(tmp_path, settings)
+    store = corpus.store
+    before = store.snapshot(corpus.batch, settings, NOW)
+    # the keys of existing stores are filled once after the migration
+    with store._conn:
+        store._conn.execute("DELETE FROM title_keys")
+        store._conn.execute("DELETE FROM body_keys")
+        store._conn.execute("DELETE FROM body_digests")
+        store._conn.execute(
+            "INSERT INTO window_keys_dirty (item_id) SELECT id FROM items WHERE decision = 'kept'"
+        )
+    assert store.sync_window_keys() > 0
+    assert store.sync_window_keys() == 0
+    assert store.snapshot(corpus.batch, settings, NOW) == before
+    # a merged item leaves the window's keys; a restored one comes back
+    kept = before.headlines[0].item_id
+    store.merge_item(kept, before.headlines[1].item_id, "tester", NOW)
+    _both_ways(corpus, settings)
+    store.restore_item(kept, "tester", NOW)
+    _both_ways(corpus, settings)
+
+
+def test_keys_follow_any_writer_of_items(tmp_path: Path) -> None:
+    """A writer that knows nothing of the keys (a retry recovering a failed item, a
+    script): the triggers list what it changed, the next read recomputes it."""
+    settings = Settings()
+    corpus = _seed(tmp_path, settings)
+    store = corpus.store
+    with store._conn:
+        failed = [
+            row[0] for row in store._conn.execute("SELECT id FROM items WHERE decision = 'failed'")
+        ]
+        store._conn.execute(
+            "UPDATE items SET decision = 'kept', stage = 'stage1' WHERE id IN (?, ?, ?)",
+            failed[:3],
+        )
+        store._conn.execute(
+            "UPDATE items SET decision = 'failed', stage = 'scrape' WHERE id IN"
+            " (SELECT id FROM items WHERE decision = 'kept' ORDER BY id LIMIT 5)"
+        )
+    _both_ways(corpus, settings)
