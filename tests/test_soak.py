@@ -15,20 +15,23 @@ webhook messages at the real clock (a replay's ``now`` is not when messages are 
 so ``webhook_retry_hours`` is raised to 30 days to keep a message that failed once from
 passing its deadline in simulated time.
 
-Faults (deterministic, ``random.Random(SEED)``): outages of hours of every host (feed and
-pages answer 503), a 60-hour outage of one page host (the control: entries whose window
-ends inside it must stay ``failed``), 5xx bursts on single pages, pages that never finish
+Faults (deterministic, ``random.Random(SEED)``, ``FEEDMD_SOAK_SEED`` to vary it): two
+outages of 2 to 10 hours of every host (its feed and pages answer 503), a 60-hour outage
+of one page host (the control: entries whose window ends inside it are never kept, and at
+least one stays ``failed``), 5xx bursts on single pages, pages that never finish
 (a drip bounded by ``fetch_timeout_seconds``), a feed failing for hours, SIGKILLs at
 chosen store calls, review corrections (a restore/merge/restore chain on a duplicate and
 a merge/restore of a kept item), and each webhook receiver down for hours (one answers
 500, the other drops the connection). The last two days are fault-free so that retries
 settle.
 
-At the end: every entry a feed served while its page was reachable for a while inside
-its dedup window is kept or a duplicate (none ``failed``, none missing); every item is
-delivered to each endpoint (per-item and batch) once per time it became kept (the run
-that kept it, then each restore) and no message id was accepted twice; nothing pending
-or failed in the queue; the database passes ``check_invariants``' structural checks and
+At the end: every entry a feed served while its page was reachable inside its dedup
+window (for 1.5 hours in a row: the 1-hour retry cap plus a cycle) is kept or a duplicate
+(none ``failed``, none missing); every item is delivered to each endpoint (per-item and
+batch) once per time it became kept (the run that kept it, then each restore) and no
+message id was accepted twice; nothing pending, and nothing failed in the queue but the
+messages a merge cancelled; the faults were felt (refused webhooks, recovered pages, an
+abandoned run); the database passes ``check_invariants``' structural checks and
 ``PRAGMA integrity_check``.
 """
 
