@@ -14,7 +14,7 @@ from typing import Any
 
 from feedmd.config import Config
 from feedmd.errors import ConfigError
-from feedmd.models import Decision, FeedResult, LinkResolution, Page, Stage1Result
+from feedmd.models import Candidate, Decision, FeedResult, LinkResolution, Page, Stage1Result
 from feedmd.settings import Settings
 from feedmd.stages import retry
 from feedmd.stages.prose import prose_settings_version
@@ -162,29 +162,15 @@ class RunWrites(Connected):
                 matched_id = decision.matched.item_id if decision.matched else None
                 body_id = body_ids.get((entry.org, candidate.page_key))
                 cursor = conn.execute(
-                    "INSERT INTO items (run_id, feed_id, org_id, entry_id, link,"
-                    " link_resolution, url_raw, url, url_hash, title_raw, title_norm, simhash,"
-                    " publisher, summary, published_at, fetched_at, stage, decision, rule,"
-                    " score, threshold, matched_item_id, evidence_json, error, window_hours,"
-                    " scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO items (run_id, feed_id, org_id, {ENTRY_COLUMNS}, stage,"
+                    " decision, rule, score, threshold, matched_item_id, evidence_json, error,"
+                    " window_hours, scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         feed_ids[entry.feed],
                         org_ids[entry.org],
-                        entry.entry_id,
-                        entry.link,
-                        entry.link_resolution,
-                        entry.url,
-                        candidate.url or None,
-                        candidate.url_hash or None,
-                        entry.title,
-                        " ".join(candidate.tokens),
-                        to_signed64(candidate.headline.simhash),
-                        entry.publisher,
-                        entry.summary,
-                        iso(entry.published),
-                        iso(entry.fetched),
+                        *entry_values(candidate),
                         decision.stage,
                         decision.decision,
                         decision.rule,
@@ -369,6 +355,34 @@ class RunWrites(Connected):
                 " VALUES (?, ?, ?, ?)",
                 rows,
             )
+
+
+# The columns of an item that come from its entry and stage 1's keys, in this order: what
+# persist and the bulk loader (seed.py) write alike.
+ENTRY_COLUMNS = (
+    "entry_id, link, link_resolution, url_raw, url, url_hash, title_raw, title_norm, simhash,"
+    " publisher, summary, published_at, fetched_at"
+)
+
+
+def entry_values(candidate: Candidate) -> tuple[Any, ...]:
+    """The values of ``ENTRY_COLUMNS`` for a candidate."""
+    entry = candidate.entry
+    return (
+        entry.entry_id,
+        entry.link,
+        entry.link_resolution,
+        entry.url,
+        candidate.url or None,
+        candidate.url_hash or None,
+        entry.title,
+        " ".join(candidate.tokens),
+        to_signed64(candidate.headline.simhash),
+        entry.publisher,
+        entry.summary,
+        iso(entry.published),
+        iso(entry.fetched),
+    )
 
 
 def _has_run_refs(evidence: Mapping[str, Any]) -> bool:

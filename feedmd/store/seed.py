@@ -14,7 +14,8 @@ from feedmd.models import Candidate, Page
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.store.keys import add_item_keys, keys_dirty
-from feedmd.store.schema import Connected, to_signed64, transaction
+from feedmd.store.runs import ENTRY_COLUMNS, entry_values
+from feedmd.store.schema import Connected, transaction
 from feedmd.timeutil import iso
 
 
@@ -114,26 +115,14 @@ class Seeding(Connected):
         if item.decision == "failed":
             stage = "scrape"
         cursor = self._conn.execute(
-            "INSERT INTO items (run_id, feed_id, org_id, entry_id, link, link_resolution,"
-            " url_raw, url, url_hash, title_raw, title_norm, simhash, publisher, published_at,"
-            " fetched_at, stage, decision, matched_item_id, window_hours, scope, body_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO items (run_id, feed_id, org_id, {ENTRY_COLUMNS}, stage, decision,"
+            " matched_item_id, window_hours, scope, body_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id,
                 feeds[entry.feed],
                 orgs[entry.org],
-                entry.entry_id,
-                entry.link,
-                entry.link_resolution,
-                entry.url,
-                candidate.url or None,
-                candidate.url_hash or None,
-                entry.title,
-                " ".join(candidate.tokens),
-                to_signed64(candidate.headline.simhash),
-                entry.publisher,
-                iso(entry.published),
-                iso(entry.fetched),
+                *entry_values(candidate),
                 stage,
                 item.decision,
                 item.matched_item_id,
