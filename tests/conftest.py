@@ -96,42 +96,46 @@ def article_html(title: str, paragraphs: Sequence[str], lang: str = "en") -> str
         """)
 
 
+# The vocabulary of story(): ordinary local-news nouns (the soak test draws headlines from it).
+STORY_WORDS = (
+    "council",
+    "budget",
+    "river",
+    "bridge",
+    "station",
+    "harbour",
+    "minister",
+    "court",
+    "election",
+    "vaccine",
+    "factory",
+    "strike",
+    "rainfall",
+    "drought",
+    "museum",
+    "festival",
+    "school",
+    "hospital",
+    "market",
+    "tariff",
+    "airport",
+    "railway",
+    "league",
+    "stadium",
+    "theatre",
+    "library",
+    "orchard",
+    "vineyard",
+    "mine",
+    "reactor",
+    "satellite",
+    "ferry",
+)
+
+
 def story(seed: str, paragraphs: int = 6) -> list[str]:
     """Deterministic distinct news prose for a story keyed by ``seed``."""
-    words = [
-        "council",
-        "budget",
-        "river",
-        "bridge",
-        "station",
-        "harbour",
-        "minister",
-        "court",
-        "election",
-        "vaccine",
-        "factory",
-        "strike",
-        "rainfall",
-        "drought",
-        "museum",
-        "festival",
-        "school",
-        "hospital",
-        "market",
-        "tariff",
-        "airport",
-        "railway",
-        "league",
-        "stadium",
-        "theatre",
-        "library",
-        "orchard",
-        "vineyard",
-        "mine",
-        "reactor",
-        "satellite",
-        "ferry",
-    ]
+    words = STORY_WORDS
     offset = sum(ord(ch) for ch in seed)
     out = []
     for n in range(paragraphs):

@@ -47,6 +47,11 @@ def test_ci_runs_the_readme_test_command_in_a_clone_with_nothing_beside_it() -> 
 INTERNAL = re.compile(r"seed 00\d|uci-dev|sts-dev|shared/|\.\./shared|NOTES\.md", re.IGNORECASE)
 
 
+# A relative path that climbs out of a doc's folder, and the team's reading folder by name.
+RELATIVE_PATH = re.compile(r"(?:\.\./)+[\w.-][\w./-]*")
+TEAM_FOLDER = re.compile(r"\bshared/")
+
+
 def all_help_texts() -> dict[str, str]:
     """Every command's and subcommand's --help, by command path."""
     runner = CliRunner()
@@ -81,7 +86,22 @@ def test_docs_name_no_file_outside_the_repository() -> None:
     docs += [REPO / "benchmarks" / "README.md", *(REPO / "eval").glob("*.md")]
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
-        assert "../shared" not in text and "shared/" not in text, doc
+        # every relative path that climbs a folder resolves inside the repository
+        for climbing in RELATIVE_PATH.findall(text):
+            target = (doc.parent / climbing).resolve()
+            assert target.is_relative_to(REPO), (doc, climbing)
+        # and the team's reading folder is never named
+        assert not TEAM_FOLDER.search(text), doc
+
+
+def test_the_outside_path_check_can_fail() -> None:
+    text = "see ../../elsewhere/eval/README.md and ../docs/events.md"
+    climbing = RELATIVE_PATH.findall(text)
+    assert climbing == ["../../elsewhere/eval/README.md", "../docs/events.md"]
+    doc = REPO / "benchmarks" / "README.md"
+    inside = [(doc.parent / c).resolve().is_relative_to(REPO) for c in climbing]
+    assert inside == [False, True]
+    assert TEAM_FOLDER.search("data in " + "shared" + "/eval")
 
 
 def test_the_deploy_guide_is_linked_and_its_commands_parse() -> None:

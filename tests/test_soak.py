@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FeedItemSpec, Site, article_html, make_config, rss, story
+from conftest import STORY_WORDS, FeedItemSpec, Site, article_html, make_config, rss, story
 from test_webhooks import SECRET_ENV, QuietServer, verify
 
 from feedmd import overrides, webhooks
@@ -101,38 +101,7 @@ SETTINGS: dict[str, Any] = {
     "run_lease_wait_seconds": 5.0,
 }
 WORDS = [
-    "council",
-    "budget",
-    "river",
-    "bridge",
-    "station",
-    "harbour",
-    "minister",
-    "court",
-    "election",
-    "vaccine",
-    "factory",
-    "strike",
-    "rainfall",
-    "drought",
-    "museum",
-    "festival",
-    "school",
-    "hospital",
-    "market",
-    "tariff",
-    "airport",
-    "railway",
-    "league",
-    "stadium",
-    "theatre",
-    "library",
-    "orchard",
-    "vineyard",
-    "mine",
-    "reactor",
-    "satellite",
-    "ferry",
+    *STORY_WORDS,
     "glacier",
     "parliament",
     "senate",
