@@ -31,11 +31,10 @@ from feedmd.fixture_server import FixtureServer
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
-# A child process running pipeline.run once on the demo configuration. With DIE=name:n it
-# kills itself with SIGKILL on the n-th call of Store.<name> (before it runs, or with
-# "after:" once it returned), to hit the narrow windows a random kill rarely finds.
+# A child process running pipeline.run once on the demo configuration, with the DIE and
+# PAUSE hooks of tests/kill_hooks.py installed on the Store.
 DRIVER = textwrap.dedent("""\
-    import os, signal, sys, json
+    import os, sys, json
     from pathlib import Path
     from feedmd.demo import demo_config, FIRST_RUN_AT
     from feedmd.store import open_store
@@ -52,38 +51,10 @@ DRIVER = textwrap.dedent("""\
         "run_lease_wait_seconds": float(wait),
     }
     config = demo_config(Path(fixtures), Path(out), proxy, overrides)
-    die = os.environ.get("DIE", "")
-    if die:
-        where, name, nth = die.split(":")
-        real = getattr(Store, name)
-        calls = [0]
+    sys.path.insert(0, str(Path(fixtures).parent / "tests"))
+    from kill_hooks import install
 
-        def dying(*args, **kwargs):
-            calls[0] += 1
-            if where == "before" and calls[0] == int(nth):
-                os.kill(os.getpid(), signal.SIGKILL)
-            result = real(*args, **kwargs)
-            if where == "after" and calls[0] == int(nth):
-                os.kill(os.getpid(), signal.SIGKILL)
-            return result
-
-        setattr(Store, name, dying)
-    pause = os.environ.get("PAUSE", "")
-    if pause:
-        # PAUSE=name:path: before the first call of Store.<name>, wait for the file at path
-        # (a run that holds its lease for as long as a test needs, however slow the machine)
-        import time
-
-        name, release = pause.split(":", 1)
-        held = getattr(Store, name)
-
-        def paused(*args, **kwargs):
-            ends = time.monotonic() + 300
-            while not os.path.exists(release) and time.monotonic() < ends:
-                time.sleep(0.02)
-            return held(*args, **kwargs)
-
-        setattr(Store, name, paused)
+    install(Store)
     store = open_store(config.database)
     print("ready", flush=True)
     try:

@@ -126,7 +126,7 @@ WORDS = [
 ]
 
 # One cycle in a child process that SIGKILLs itself at the n-th call of Store.<name>
-# (before it runs or after it returned), as tests/test_crash_safety.py's driver does.
+# (before it runs or after it returned): the DIE hook of tests/kill_hooks.py.
 DRIVER = textwrap.dedent("""\
     import json, os, signal, sys
     from datetime import datetime
@@ -139,20 +139,9 @@ DRIVER = textwrap.dedent("""\
     import dataclasses
 
     spec = json.loads(sys.argv[1])
-    where, name, nth = os.environ["DIE"].split(":")
-    real = getattr(Store, name)
-    calls = [0]
+    from kill_hooks import install
 
-    def dying(*args, **kwargs):
-        calls[0] += 1
-        if where == "before" and calls[0] == int(nth):
-            os.kill(os.getpid(), signal.SIGKILL)
-        result = real(*args, **kwargs)
-        if where == "after" and calls[0] == int(nth):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return result
-
-    setattr(Store, name, dying)
+    install(Store)
     config = make_config([tuple(f) for f in spec["feeds"]], None, **spec["settings"])
     hooks = tuple(WebhookConfig(**hook) for hook in spec["hooks"])
     config = dataclasses.replace(config, webhooks=hooks)
