@@ -391,8 +391,9 @@ def _register_commands() -> None:
     from feedmd.cli_eval import COMMANDS as EVALUATION
     from feedmd.cli_feeds import COMMANDS as FEEDS
     from feedmd.cli_retry import COMMANDS as RETRY
+    from feedmd.cli_worker import COMMANDS as WORKER
 
-    for command in (*EVALUATION, *DELIVERY, *FEEDS, *RETRY):
+    for command in (*EVALUATION, *DELIVERY, *FEEDS, *RETRY, *WORKER):
         main.add_command(command)
     _help_everywhere(main)
 

@@ -163,6 +163,12 @@ def export_command(
     show_default=True,
     help="Seconds between scheduler checks for due feeds and due webhooks.",
 )
+@click.option(
+    "--http-only",
+    is_flag=True,
+    help="Serve HTTP only: run no feeds and deliver no webhooks (`feedmd worker` processes "
+    "do both).",
+)
 def serve_command(
     db: str | None,
     config_path: str | None,
@@ -170,6 +176,7 @@ def serve_command(
     port: int,
     base_url: str | None,
     tick: float,
+    http_only: bool,
 ) -> None:
     """Serve the feeds over HTTP and, with a config file (./feedmd.toml, FEEDMD_CONFIG or
     --config), run each feed at its poll interval.
@@ -178,7 +185,8 @@ def serve_command(
     /orgs/NAME.jsonl|.md?since=CURSOR (the LLM bundle; next cursor in X-Feedmd-Cursor) and
     /orgs/NAME/digest.html|.md?day=|run=|since= (the digest).
     Public feeds need no token; the others need 'Authorization: Bearer TOKEN' with a token
-    of their org (feedmd tokens create). Pending webhooks keep being delivered.
+    of their org (feedmd tokens create). Pending webhooks keep being delivered, unless
+    --http-only leaves runs and webhooks to `feedmd worker` processes.
     """
     import uvicorn
 
@@ -204,7 +212,10 @@ def serve_command(
                 )
     finally:
         store.close()
-    if _from_file(config):
+    scheduler: scheduling.Scheduler | None
+    if http_only:
+        scheduler = None
+    elif _from_file(config):
         scheduler = scheduling.pipeline_scheduler(config)
     else:
         policy = webhooks.policy_from(config.settings)

@@ -114,16 +114,7 @@ class Scheduler:
     def _deliver(self) -> None:
         try:
             if self.deliver is not None:
-                result = self.deliver()
-                if getattr(result, "delivered", 0) or getattr(result, "failed_attempts", 0):
-                    scheduler_log.info(
-                        "webhooks: %d delivered, %d failed attempts, %d given up, %d endpoints"
-                        " disabled",
-                        result.delivered,
-                        result.failed_attempts,
-                        getattr(result, "gave_up", 0),
-                        getattr(result, "disabled", 0),
-                    )
+                log_deliveries(self.deliver())
         except Exception:
             scheduler_log.exception("webhook delivery pass failed; retried next tick")
 
@@ -189,6 +180,19 @@ def log_run(org: str, names: str, report: object, seconds: float) -> None:
         scheduler_log.warning("run %d: feed %s failed: %s", report.run_id, feed, error)
     for error in report.item_errors:
         scheduler_log.warning("run %d: item failed: %s", report.run_id, error)
+
+
+def log_deliveries(result: object) -> None:
+    """One INFO line for a webhook delivery pass that sent or failed something (the
+    scheduler's and ``feedmd worker``'s passes); nothing for an idle pass."""
+    if getattr(result, "delivered", 0) or getattr(result, "failed_attempts", 0):
+        scheduler_log.info(
+            "webhooks: %d delivered, %d failed attempts, %d given up, %d endpoints disabled",
+            getattr(result, "delivered", 0),
+            getattr(result, "failed_attempts", 0),
+            getattr(result, "gave_up", 0),
+            getattr(result, "disabled", 0),
+        )
 
 
 def configure_logging(level: int = logging.INFO) -> logging.Handler:

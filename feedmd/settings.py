@@ -375,6 +375,23 @@ class Settings:
         minimum=1,
         maximum=525_600,
     )
+    worker_claim_seconds: float = _setting(
+        600.0,
+        "How long a `feedmd worker`'s claim on an org lasts unless renewed; a live worker "
+        "renews it every third of this. A worker killed on this host is taken over at once "
+        "(its process is gone); on another host, after this. 600 s, as run_lease_seconds: "
+        "the killed run's lease holds its org that long anyway.",
+        minimum=1,
+        maximum=86_400,
+    )
+    worker_poll_seconds: float = _setting(
+        15.0,
+        "How long an idle `feedmd worker` (no org due, webhook messages sent) waits before "
+        "looking again: 15 s, as `feedmd serve`'s scheduler tick; a feed polled every 15 "
+        "minutes then starts at most 15 s late.",
+        minimum=0.05,
+        maximum=3600,
+    )
     run_lease_wait_seconds: float = _setting(
         60.0,
         "How long a run waits for another run of the same orgs before giving up with exit "

@@ -303,13 +303,14 @@ def deliver_due(
                 log.warning("webhook endpoint %s skipped: %s", redact(endpoint.url), exc)
                 continue
             failures = endpoint.consecutive_failures
-            for message in store.due_deliveries(endpoint.id, now, batch):
+            for _ in range(batch):
                 # The claim runs from when it is taken, not from the start of the pass: a
                 # long pass must not hand out claims that have already run out.
                 claimed = now + timedelta(seconds=time.monotonic() - started)
                 lease = claimed + timedelta(seconds=claim_seconds(policy))
-                if not store.claim(message.id, now, lease):
-                    continue  # another pass has it
+                message = store.claim_next_delivery(endpoint.id, now, lease)
+                if message is None:
+                    break  # none due, or every due one is another pass's (another worker)
                 outcome = post(client, endpoint.url, message, signer, policy.timeout_seconds)
                 if outcome.ok:
                     store.record_delivered(message.id, outcome.http_status or 0, now)

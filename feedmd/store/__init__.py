@@ -8,6 +8,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     window.py   what steps 1-4 read (feed specs, known entries, snapshot, pages)
     runs.py     a run's writes (feeds, start / finish / fail, persist, fingerprints)
     leases.py   run leases and recovery of killed runs
+    claims.py   which worker (``feedmd worker``) holds which org, until when
     outputs.py  what deliver / serve / export read; delivery records
     queue.py    webhook endpoints and the webhook delivery queue
     audit.py    explain, the review page, reviewers' overrides
@@ -24,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from feedmd.store.audit import Audit
+from feedmd.store.claims import ClaimRow, Claims, OrgClaim
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
@@ -36,7 +38,9 @@ from feedmd.store.window import WindowReads
 
 __all__ = [
     "AlsoPublished",
+    "ClaimRow",
     "LeaseHolder",
+    "OrgClaim",
     "RunLease",
     "SeedItem",
     "Store",
@@ -46,7 +50,9 @@ __all__ = [
 ]
 
 
-class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries, Seeding):
+class Store(
+    WindowReads, RunWrites, Leases, Claims, Outputs, Queue, Audit, History, Retries, Seeding
+):
     """The SQLite store as feedmd uses it: one object, one private connection."""
 
 

@@ -213,10 +213,11 @@ class LeaseHolder:
         (a run killed here is taken over at once, not after its expiry)."""
         if parse_iso(self.expires_at) <= clock:
             return False
-        return self.host != HOST or _process_exists(self.pid)
+        return self.host != HOST or process_exists(self.pid)
 
 
-def _process_exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (run leases, worker claims)."""
     if os.name == "nt":  # os.kill(pid, 0) would terminate it there: trust the expiry
         return True
     try:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from feedmd.store.claims import skip_locked
 from feedmd.store.schema import Connected, chunks, transaction
 from feedmd.timeutil import iso, parse_iso
 
@@ -354,6 +355,34 @@ class Queue(Connected):
             )
             for row in rows
         ]
+
+    def claim_next_delivery(
+        self, endpoint_id: int, now: datetime, until: datetime
+    ) -> PendingDelivery | None:
+        """Claim the endpoint's oldest message due at ``now`` until ``until`` and return it,
+        or None when none is due. One statement: two delivery passes (two workers, a run's
+        step 6 beside a worker) never take the same message, and neither waits for the
+        other on PostgreSQL (``FOR UPDATE SKIP LOCKED``); a crash mid-attempt only delays
+        the message to ``until``, when it is sent again with the same id."""
+        with transaction(self._db) as conn:
+            row = conn.execute(
+                "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries"
+                " WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?"
+                f" ORDER BY next_attempt_at, id LIMIT 1{skip_locked(conn)})"
+                " RETURNING id, item_id, endpoint_id, message_id, payload, attempts, deadline_at",
+                (iso(until), endpoint_id, iso(now)),
+            ).fetchone()
+        if row is None:
+            return None
+        return PendingDelivery(
+            id=row[0],
+            item_id=row[1],
+            endpoint_id=row[2],
+            message_id=row[3],
+            payload=row[4],
+            attempts=row[5],
+            deadline=parse_iso(row[6]),
+        )
 
     def claim(self, delivery_id: int, now: datetime, until: datetime) -> bool:
         """Lease a due message until ``until`` before sending it, so a second delivery pass (the
