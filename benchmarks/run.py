@@ -14,7 +14,7 @@ from types import ModuleType
 # Run as a script, this folder is on sys.path but the repository (the package) is not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import events, scrape, stage1, stage2, window
+from benchmarks import events, scrape, stage1, stage2, window, workers
 
 BENCHMARKS: dict[str, ModuleType] = {
     "events": events,
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     "scrape": scrape,
     "stage1": stage1,
     "stage2": stage2,
+    "workers": workers,
 }
 
 

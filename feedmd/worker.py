@@ -71,6 +71,10 @@ class WorkerTotals:
     lease_held: int = 0
     delivered: int = 0
     max_rss_mb: float = 0.0
+    # the clock (epoch seconds) when the first run started and the last one ended: the
+    # span benchmarks/workers.py measures throughput over (process start-up left out)
+    first_run_at: float | None = None
+    last_run_at: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The totals as plain JSON values."""
@@ -167,6 +171,8 @@ class Worker:
         subset = tuple(f for f in feeds if f.name in chosen) if chosen else feeds
         names = ", ".join(f.name for f in subset)
         started = time.monotonic()
+        if self.totals.first_run_at is None:
+            self.totals.first_run_at = time.time()
         recovered, held_back = False, None
         try:
             report = pipeline.run(store, dataclasses.replace(self.config, feeds=subset))
@@ -190,6 +196,7 @@ class Worker:
             )
         finally:
             self.totals.feeds += len(chosen)
+            self.totals.last_run_at = time.time()
             if not store.release_claim(claim, recovered=recovered, not_before=held_back):
                 log.warning("the claim on org %s expired before the run ended", claim.org)
 
