@@ -110,7 +110,9 @@ def test_the_deploy_guide_is_linked_and_its_commands_parse() -> None:
     for needle in ("*/5", "[Timer]", "OnUnitActiveSec", "ExecStart=", "reverse_proxy"):
         assert needle in deploy, needle
     assert "proxy_pass http://127.0.0.1:8000" in deploy and "ssl_certificate" in deploy
-    commands = re.findall(r"venv/bin/feedmd ((?:init|run|serve|feeds|tokens)[^'>\n&]*)", deploy)
+    commands = re.findall(
+        r"venv/bin/feedmd ((?:init|run|serve|feeds|tokens|worker)[^'>\n&`]*)", deploy
+    )
     assert len(commands) >= 5
     runner = CliRunner()
     for line in commands:

@@ -7,9 +7,11 @@ past the expiry by renewing it; SIGTERM stops a worker after its run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
@@ -295,3 +298,39 @@ def test_a_worker_without_feeds_says_so() -> None:
     )
     assert child.returncode == 1
     assert "no feeds configured" in child.stderr and "Traceback" not in child.stderr
+
+
+def test_serve_http_only_serves_beside_workers_and_runs_nothing(network: Network) -> None:
+    """`feedmd serve --http-only` on the workers' config: it serves what the workers stored
+    and, ticking every 0.1 s, never runs a feed itself."""
+    finish(network.start("--once", "--json", "--max-feeds", "1"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    command = [sys.executable, "-m", "feedmd", "serve", "--config", str(network.config)]
+    serve = subprocess.Popen(
+        [*command, "--http-only", "--port", str(port), "--tick", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    network.children.append(serve)
+    base = f"http://127.0.0.1:{port}"
+    health: dict[str, Any] = {}
+    ends = time.monotonic() + 30
+    while not health and time.monotonic() < ends:
+        with contextlib.suppress(httpx.TransportError):
+            health = httpx.get(f"{base}/health", timeout=2).json()
+        time.sleep(0.1)
+    items = httpx.get(f"{base}/feeds/o0-f0.json", timeout=5).json()["items"]
+    time.sleep(1)  # ten ticks
+    serve.terminate()
+    serve.communicate(timeout=30)
+    assert "scheduler" not in health and len(items) == 4
+    store = network.store()
+    try:
+        assert store._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    finally:
+        store.close()
+    assert sum(network.server.count(url) for _, _, url in network.site.feeds) == 1
