@@ -120,22 +120,47 @@ class Worker:
         self._policy = webhooks.policy_from(config.settings)
 
     def run(self) -> WorkerTotals:
-        """Work until stopped; return the totals. The store is opened (and migrated) once."""
+        """Work until stopped; return the totals.
+
+        The store is opened (and migrated) once. A store error outside a run (the database
+        restarting, a lost connection) is logged and the store opened again after
+        ``worker_poll_seconds``; with ``once`` it ends the worker instead."""
+        store: Store | None = self._open()
+        try:
+            while not self.stop.is_set():
+                try:
+                    store = store or self._open()
+                    if not self._quota_spent() and self.work_once(store):
+                        continue
+                    self._deliver(store)
+                except Exception:
+                    if self.options.once:
+                        raise
+                    log.exception("worker %s: store error; retried", self.options.worker_id)
+                    if store is not None:
+                        store.close()
+                    store = None
+                else:
+                    if self.options.once or self._quota_spent():
+                        break
+                self.stop.wait(self.config.settings.worker_poll_seconds)
+        finally:
+            if store is not None:
+                store.close()
+            self.totals.max_rss_mb = _max_rss_mb()
+        return self.totals
+
+    def _open(self) -> Store:
+        """Open the store and record the configuration: feeds, endpoints, claim rows."""
         store = open_store(self.config.database)
         try:
             store.sync_feeds(self.config)
             deliver.sync_configuration(store, self.config)
             store.add_claim_rows()
-            while not self.stop.is_set():
-                if self._quota_spent() or not self.work_once(store):
-                    self._deliver(store)
-                    if self.options.once or self._quota_spent():
-                        break
-                    self.stop.wait(self.config.settings.worker_poll_seconds)
-        finally:
+        except BaseException:
             store.close()
-            self.totals.max_rss_mb = _max_rss_mb()
-        return self.totals
+            raise
+        return store
 
     def work_once(self, store: Store) -> bool:
         """Claim one org with due feeds (or waiting for recovery), run it and give it back;

@@ -142,10 +142,11 @@ def held_claims(net: Network) -> list[Any]:
         store.close()
 
 
-def check_network(net: Network, exactly_once: bool = True) -> dict[str, int]:
+def check_network(net: Network, exactly_once: bool = True, failed: int = 0) -> dict[str, int]:
     """Every invariant of a finished network: each entry stored once, one kept item per
     story and every copy a duplicate of it, no run left running, no lease or claim held,
-    every kept item's message delivered under one id (``exactly_once``: received once).
+    every kept item's message delivered under one id (``exactly_once``: received once),
+    ``failed`` runs recorded failed and every other run ok or abandoned (and recovered).
     Returns the kept item ids by link."""
     story_of = {entry.link: entry.story for entry in net.site.entries}
     store = net.store()
@@ -180,7 +181,7 @@ def check_network(net: Network, exactly_once: bool = True) -> dict[str, int]:
             assert kept.get(matched) == story_of[entry], (item_id, entry)
         else:
             assert decision == "kept", (item_id, entry, decision)
-    assert set(runs) <= {"ok", "abandoned"}, runs
+    assert set(runs) <= {"ok", "abandoned", "failed"} and runs.get("failed", 0) == failed, runs
     assert leases == 0 and unrecovered == []
     assert all(claim.owner is None for claim in claims), claims
     # every kept item queued once per endpoint, delivered, under one message id
@@ -278,6 +279,31 @@ def test_sigterm_lets_the_run_finish_then_gives_the_claim_back(
     finally:
         store.close()
     assert statuses == [("ok",)]
+
+
+def test_a_second_sigint_interrupts_the_run_and_still_gives_everything_back(
+    network: Network, tmp_path: Path
+) -> None:
+    worker = network.start("--json", pause=f"persist:{tmp_path / 'never'}")
+    wait_until(lambda: len(held_claims(network)) == 1, what="a claim")
+    worker.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    worker.send_signal(signal.SIGINT)
+    totals = finish(worker, timeout=60)
+    assert totals["runs"] == 0
+    assert held_claims(network) == []
+    store = network.store()
+    try:
+        runs = store._conn.execute("SELECT status, report_json FROM runs").fetchall()
+        leases = store._conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0]
+        items = store._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
+    finally:
+        store.close()
+    assert [status for status, _ in runs] == ["failed"] and "KeyboardInterrupt" in runs[0][1]
+    assert leases == 0 and items == 0
+    # nothing was stored: the next worker runs every feed
+    assert finish(network.start("--once", "--json"))["feeds"] == 18
+    check_network(network, failed=1)
 
 
 def test_max_feeds_stops_after_that_many_and_leaves_the_rest_due(network: Network) -> None:
