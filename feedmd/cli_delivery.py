@@ -38,9 +38,9 @@ def _from_file(config: Config) -> bool:
 
 def _open(config: Config, create: bool = False) -> Store:
     """Open (and migrate) the store; a missing file is an error unless ``create``."""
-    from feedmd.store import open_store
+    from feedmd.store import database_exists, open_store
 
-    if not create and not Path(config.database).exists():
+    if not create and not database_exists(config.database):
         raise click.ClickException(f"{config.database}: no such database (run feedmd first)")
     return open_store(config.database)
 

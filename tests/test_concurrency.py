@@ -120,12 +120,13 @@ def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_
     assert "Traceback" not in cli.stderr
 
 
+@pytest.mark.both_backends
 def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
-    tmp_path: Path,
+    database: str,
 ) -> None:
     """In-process: the lease logic itself, with a pid that is gone and a host that is not
     this one (whose only way to end is the expiry)."""
-    store = open_store(tmp_path / "feedmd.db")
+    store = open_store(database)
     try:
         store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         settings = Settings(run_lease_wait_seconds=0, run_lease_seconds=60)
@@ -153,9 +154,10 @@ def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
         store.close()
 
 
-def test_a_waiting_run_gets_the_lease_when_the_holder_ends(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "feedmd.db")
-    other = open_store(tmp_path / "feedmd.db")
+@pytest.mark.both_backends
+def test_a_waiting_run_gets_the_lease_when_the_holder_ends(database: str) -> None:
+    store = open_store(database)
+    other = open_store(database)
     try:
         store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         holder = store.start_leased_run(["o"], FIRST_RUN_AT, Settings())
