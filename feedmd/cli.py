@@ -29,7 +29,7 @@ from feedmd.config import Config, settings_layer
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
 from feedmd.settings import SETTING_FIELDS
-from feedmd.store import connect_store, database_exists
+from feedmd.store import connect_store, database_exists, display_database
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import parse_iso
 
@@ -233,7 +233,8 @@ def demo_command(out: str, webhook_url: str | None, database: str | None, **kwar
         webhook_url=webhook_url,
         database=database,
     )
-    click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
+    written = display_database(str(result.database))
+    click.echo(f"wrote {written} and {len(result.outputs)} feed files in {out}")
 
 
 @main.command("migrate")
@@ -270,7 +271,8 @@ def migrate_command(
             for migration in available_migrations()
         ]
         if as_json:
-            click.echo(json.dumps({"database": config.database, "migrations": rows}, indent=2))
+            shown = display_database(config.database)
+            click.echo(json.dumps({"database": shown, "migrations": rows}, indent=2))
             return
         for row in rows:
             click.echo(f"{row['state']}  {row['name']}  {row['applied_at'] or ''}".rstrip())
@@ -328,7 +330,7 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
 
     config = load(config_path, {}, db)
     if not database_exists(config.database):
-        raise click.ClickException(f"{config.database}: no such database")
+        raise click.ClickException(f"{display_database(config.database)}: no such database")
     database = connect_store(config.database)
     try:
         ids = find_items(database, item)
@@ -375,7 +377,7 @@ def replay_command(
 
     config = load(config_path, {}, db)
     if not database_exists(config.database):
-        raise click.ClickException(f"{config.database}: no such database")
+        raise click.ClickException(f"{display_database(config.database)}: no such database")
     changes = settings_layer(settings_path, settings_from(kwargs))
     result = replay(config.database, changes, _parse_now(since))
     if as_json:

@@ -39,6 +39,7 @@ def copy_command(source: str, target: str, check_replay: bool, as_json: bool) ->
     The rows of every table are counted on both sides afterwards.
     """
     from feedmd.replay import replay
+    from feedmd.store import display_database
     from feedmd.store.copy import copy_store, table_counts
 
     result = copy_store(source, target)
@@ -60,6 +61,7 @@ def copy_command(source: str, target: str, check_replay: bool, as_json: bool) ->
     for table, count in counts.items():
         click.echo(f"{table:24} {count:>9}")
     total = sum(counts.values())
+    source, target = display_database(source), display_database(target)
     click.echo(f"copied {total} rows in {len(counts)} tables from {source} to {target}")
     if changed is not None:
         click.echo("replay of the copy: 0 items decided differently")

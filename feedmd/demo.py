@@ -22,7 +22,7 @@ from feedmd.fixture_server import FixtureServer
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.resources import data_dir
-from feedmd.store import connect_store, database_exists, open_store
+from feedmd.store import connect_store, database_exists, display_database, open_store
 from feedmd.store.dialect import POSTGRESQL, backend_of
 from feedmd.timeutil import parse_iso
 from feedmd.webhooks import redact, send_all_kept
@@ -98,7 +98,8 @@ def run_demo(
         config = demo_config(fixtures, folder, server.proxy_url, overrides, database)
         store = open_store(config.database)
         try:
-            echo(f"fixture server on {server.proxy_url}; database {config.database}")
+            shown = display_database(config.database)
+            echo(f"fixture server on {server.proxy_url}; database {shown}")
             first = run(store, config, now=first_at)
             echo(first.render())
             server.edition = 2
@@ -127,6 +128,6 @@ def _check_empty(database: str) -> None:
         store.close()
     if runs:
         raise ConfigError(
-            f"{database} already holds runs; the demo needs an empty database"
+            f"{display_database(database)} already holds runs; the demo needs an empty database"
             " (it never deletes data it did not make)"
         )

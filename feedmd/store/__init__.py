@@ -27,6 +27,7 @@ from pathlib import Path
 
 from feedmd.store.audit import Audit
 from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
+from feedmd.store.dialect import redact as display_database
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
@@ -46,6 +47,7 @@ __all__ = [
     "StoredItems",
     "connect_store",
     "database_exists",
+    "display_database",
     "open_store",
 ]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedmd.errors import StoreError
-from feedmd.store.dialect import POSTGRESQL, database_errors, dialect_of
+from feedmd.store.dialect import POSTGRESQL, database_errors, dialect_of, redact
 from feedmd.store.keys import SIMHASH
 from feedmd.store.schema import (
     Connection,
@@ -99,7 +99,7 @@ def _check_migrated(conn: Connection, name: str) -> None:
     pending = [m.name for m in available_migrations() if m.name not in applied]
     if pending:
         raise StoreError(
-            f"{name}: the source store lacks migrations {', '.join(pending)};"
+            f"{redact(name)}: the source store lacks migrations {', '.join(pending)};"
             " run `feedmd migrate` on it first"
         )
 
@@ -109,7 +109,7 @@ def _check_empty(conn: Connection, name: str) -> None:
         (count,) = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
         if count:
             raise StoreError(
-                f"{name} is not empty ({table} has {count} rows): copy into a new, empty"
+                f"{redact(name)} is not empty ({table} has {count} rows): copy into a new, empty"
                 " database, so that two histories are never mixed"
             )
 

@@ -231,7 +231,7 @@ class PgConnection:
         except psycopg.Error as exc:
             from feedmd.errors import StoreError
 
-            raise StoreError(f"{_redact(url)}: cannot connect to PostgreSQL: {exc}") from None
+            raise StoreError(f"{redact(url)}: cannot connect to PostgreSQL: {exc}") from None
         _register_loaders(self._raw)
 
     @property
@@ -319,6 +319,6 @@ def _register_loaders(raw: Any) -> None:
     raw.adapters.register_loader("numeric", _NumberLoader)
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for error messages."""
+def redact(url: str) -> str:
+    """A database name as messages show it: a URL without its password."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
