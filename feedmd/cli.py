@@ -11,7 +11,6 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -30,7 +29,7 @@ from feedmd.config import Config, settings_layer
 from feedmd.errors import FeedmdError
 from feedmd.report import RunReport
 from feedmd.settings import SETTING_FIELDS
-from feedmd.store import connect_store
+from feedmd.store import connect_store, database_exists, display_database
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import parse_iso
 
@@ -207,8 +206,14 @@ def _print_report(report: RunReport, as_json: bool) -> None:
     help="Also deliver the demo's kept items to this URL, signed with the secret in "
     "FEEDMD_WEBHOOK_SECRET (whsec_...).",
 )
+@click.option(
+    "--database",
+    "database",
+    help="Store into this database instead of OUT/feedmd.db: a postgresql://user@host:port/db "
+    "URL naming an empty database (or another SQLite file).",
+)
 @setting_options("dedup_scope", "jaccard_threshold", "tlsh_max_distance")
-def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
+def demo_command(out: str, webhook_url: str | None, database: str | None, **kwargs: Any) -> None:
     """Run the real pipeline on the bundled fixture news day, offline.
 
     Starts a fixture HTTP server on 127.0.0.1, runs twice into OUT/feedmd.db, writes each
@@ -222,9 +227,14 @@ def demo_command(out: str, webhook_url: str | None, **kwargs: Any) -> None:
 
         load_secret("FEEDMD_WEBHOOK_SECRET")  # a missing secret stops before any work
     result = run_demo(
-        out, overrides=settings_from(kwargs), echo=click.echo, webhook_url=webhook_url
+        out,
+        overrides=settings_from(kwargs),
+        echo=click.echo,
+        webhook_url=webhook_url,
+        database=database,
     )
-    click.echo(f"wrote {result.database} and {len(result.outputs)} feed files in {out}")
+    written = display_database(str(result.database))
+    click.echo(f"wrote {written} and {len(result.outputs)} feed files in {out}")
 
 
 @main.command("migrate")
@@ -246,7 +256,7 @@ def migrate_command(
         raise click.UsageError("--json goes with --list")
     if list_only:
         done: dict[str, str] = {}
-        if Path(config.database).exists():
+        if database_exists(config.database):
             store = connect_store(config.database)
             try:
                 done = store.applied_migrations()
@@ -261,7 +271,8 @@ def migrate_command(
             for migration in available_migrations()
         ]
         if as_json:
-            click.echo(json.dumps({"database": config.database, "migrations": rows}, indent=2))
+            shown = display_database(config.database)
+            click.echo(json.dumps({"database": shown, "migrations": rows}, indent=2))
             return
         for row in rows:
             click.echo(f"{row['state']}  {row['name']}  {row['applied_at'] or ''}".rstrip())
@@ -318,8 +329,8 @@ def explain_command(item: str, db: str | None, config_path: str | None, as_json:
     from feedmd.explain import explain, find_items, render
 
     config = load(config_path, {}, db)
-    if not Path(config.database).exists():
-        raise click.ClickException(f"{config.database}: no such database")
+    if not database_exists(config.database):
+        raise click.ClickException(f"{display_database(config.database)}: no such database")
     database = connect_store(config.database)
     try:
         ids = find_items(database, item)
@@ -365,8 +376,8 @@ def replay_command(
     from feedmd.replay import replay, summarize
 
     config = load(config_path, {}, db)
-    if not Path(config.database).exists():
-        raise click.ClickException(f"{config.database}: no such database")
+    if not database_exists(config.database):
+        raise click.ClickException(f"{display_database(config.database)}: no such database")
     changes = settings_layer(settings_path, settings_from(kwargs))
     result = replay(config.database, changes, _parse_now(since))
     if as_json:
@@ -391,9 +402,10 @@ def _register_commands() -> None:
     from feedmd.cli_eval import COMMANDS as EVALUATION
     from feedmd.cli_feeds import COMMANDS as FEEDS
     from feedmd.cli_retry import COMMANDS as RETRY
+    from feedmd.cli_store import COMMANDS as STORE
     from feedmd.cli_worker import COMMANDS as WORKER
 
-    for command in (*EVALUATION, *DELIVERY, *FEEDS, *RETRY, *WORKER):
+    for command in (*EVALUATION, *DELIVERY, *FEEDS, *RETRY, *STORE, *WORKER):
         main.add_command(command)
     _help_everywhere(main)
 

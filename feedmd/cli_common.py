@@ -37,9 +37,11 @@ config_option = click.option(
     "it exists, else built-in settings and no feeds).",
 )
 db_option = click.option(
+    "--database",
     "--db",
-    help="SQLite database file (default: 'database' in the config, else feedmd.db; "
-    "env FEEDMD_DATABASE).",
+    "db",
+    help="The store: a SQLite file (a path or sqlite:///path) or a postgresql://user@host:"
+    "port/db URL (default: 'database' in the config, else feedmd.db; env FEEDMD_DATABASE).",
 )
 
 

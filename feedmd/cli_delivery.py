@@ -38,10 +38,12 @@ def _from_file(config: Config) -> bool:
 
 def _open(config: Config, create: bool = False) -> Store:
     """Open (and migrate) the store; a missing file is an error unless ``create``."""
-    from feedmd.store import open_store
+    from feedmd.store import database_exists, display_database, open_store
 
-    if not create and not Path(config.database).exists():
-        raise click.ClickException(f"{config.database}: no such database (run feedmd first)")
+    if not create and not database_exists(config.database):
+        raise click.ClickException(
+            f"{display_database(config.database)}: no such database (run feedmd first)"
+        )
     return open_store(config.database)
 
 

@@ -325,10 +325,10 @@ def _feed_rows(config: Config) -> list[dict[str, Any]]:
     comes before its poll)."""
     from feedmd.models import FeedSpec
     from feedmd.stages.fetch import next_due
-    from feedmd.store import connect_store
+    from feedmd.store import connect_store, database_exists
 
     states: dict[str, dict[str, Any]] = {}
-    if Path(config.database).exists():
+    if database_exists(config.database):
         store = connect_store(config.database)
         try:
             states = {row["name"]: row for row in store.feed_statuses()}

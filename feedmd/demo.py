@@ -22,7 +22,8 @@ from feedmd.fixture_server import FixtureServer
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.resources import data_dir
-from feedmd.store import open_store
+from feedmd.store import connect_store, database_exists, display_database, open_store
+from feedmd.store.dialect import POSTGRESQL, backend_of
 from feedmd.timeutil import parse_iso
 from feedmd.webhooks import redact, send_all_kept
 
@@ -40,21 +41,26 @@ class DemoResult:
 
     first: RunReport
     second: RunReport
-    database: Path
+    database: Path | str  # the SQLite file, or the PostgreSQL URL it was given
     outputs: tuple[Path, ...]
 
 
 def demo_config(
-    fixtures: Path, out: Path, proxy: str, overrides: Mapping[str, Any] | None = None
+    fixtures: Path,
+    out: Path,
+    proxy: str,
+    overrides: Mapping[str, Any] | None = None,
+    database: str | None = None,
 ) -> Config:
-    """The demo's configuration: ``fixtures/demo.toml`` pointed at the fixture server."""
+    """The demo's configuration: ``fixtures/demo.toml`` pointed at the fixture server,
+    storing into ``database`` (default ``out/feedmd.db``)."""
     config = load_config(fixtures / DEMO_CONFIG, environ={}, overrides=overrides)
     # the fixture server is on loopback: the demo allows private addresses explicitly
     settings = dataclasses.replace(config.settings, proxy=proxy, allow_private_addresses=True)
     return dataclasses.replace(
         config,
         settings=settings,
-        database=str(out / "feedmd.db"),
+        database=database or str(out / "feedmd.db"),
         output=OutputConfig(directory=str(out), base_url=config.output.base_url),
     )
 
@@ -67,11 +73,18 @@ def run_demo(
     first_at: datetime = FIRST_RUN_AT,
     second_at: datetime = SECOND_RUN_AT,
     webhook_url: str | None = None,
+    database: str | None = None,
 ) -> DemoResult:
-    """Run the demo into ``out`` (its database is recreated) and return both reports."""
+    """Run the demo into ``out`` (its database is recreated) and return both reports.
+
+    ``database`` (a ``postgresql://`` URL, or a SQLite file) stores there instead of
+    ``out/feedmd.db``; it must hold no runs, as the demo never deletes data it did not
+    make."""
     fixtures = fixtures or data_dir("fixtures")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    if database:
+        _check_empty(database)
     marker = folder / DEMO_MARKER
     if (folder / "feedmd.db").exists() and not marker.exists():
         raise ConfigError(
@@ -82,10 +95,11 @@ def run_demo(
     for suffix in ("", "-wal", "-shm"):
         (folder / f"feedmd.db{suffix}").unlink(missing_ok=True)
     with FixtureServer(fixtures) as server:
-        config = demo_config(fixtures, folder, server.proxy_url, overrides)
+        config = demo_config(fixtures, folder, server.proxy_url, overrides, database)
         store = open_store(config.database)
         try:
-            echo(f"fixture server on {server.proxy_url}; database {config.database}")
+            shown = display_database(config.database)
+            echo(f"fixture server on {server.proxy_url}; database {shown}")
             first = run(store, config, now=first_at)
             echo(first.render())
             server.edition = 2
@@ -100,4 +114,20 @@ def run_demo(
         finally:
             store.close()
     outputs = tuple(sorted(p for p in folder.iterdir() if p.suffix in {".json", ".atom"}))
-    return DemoResult(first=first, second=second, database=Path(config.database), outputs=outputs)
+    stored = config.database if backend_of(config.database) == POSTGRESQL else Path(config.database)
+    return DemoResult(first=first, second=second, database=stored, outputs=outputs)
+
+
+def _check_empty(database: str) -> None:
+    if not database_exists(database):
+        return
+    store = connect_store(database)
+    try:
+        runs = store.recent_runs(1)
+    finally:
+        store.close()
+    if runs:
+        raise ConfigError(
+            f"{display_database(database)} already holds runs; the demo needs an empty database"
+            " (it never deletes data it did not make)"
+        )

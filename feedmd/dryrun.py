@@ -18,7 +18,7 @@ from typing import Any
 from feedmd.config import Config, OutputConfig
 from feedmd.pipeline import run
 from feedmd.report import RunReport
-from feedmd.store import open_store
+from feedmd.store import database_exists, open_store
 from feedmd.store.history import copy_database
 
 
@@ -34,7 +34,7 @@ def dry_run(config: Config, now: datetime | None = None, force: bool = False) ->
     """Run the pipeline on a throwaway copy of the store, with no outputs."""
     with tempfile.TemporaryDirectory(prefix="feedmd-dry-run-") as folder:
         copy = Path(folder) / "dry-run.db"
-        if Path(config.database).exists():
+        if database_exists(config.database):
             copy_database(config.database, copy)
         quiet = dataclasses.replace(
             config,

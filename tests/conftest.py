@@ -14,6 +14,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import pytest
+from pg_server import PostgresServer, PostgresUnavailable
 
 from feedmd.config import Config, FeedConfig, OutputConfig
 from feedmd.fixture_server import FixtureServer
@@ -195,12 +196,63 @@ def site(tmp_path: Path) -> Iterator[Site]:
     built.stop()
 
 
+# The store backends. A test module marked ``pytest.mark.both_backends`` runs every test
+# that uses ``backend`` (or ``database`` / ``store``, which depend on it) on each; other
+# tests run on SQLite, the default.
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise ``backend`` over both backends in the modules marked for it."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    """A real, migrated SQLite store in tmp_path."""
-    opened = open_store(tmp_path / "feedmd.db")
-    yield opened
-    opened.close()
+def backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql`` (both in modules marked ``both_backends``)."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The tests' PostgreSQL server ($FEEDMD_TEST_POSTGRES, else a throwaway cluster)."""
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield server
+    server.stop()
+
+
+def _database(
+    request: pytest.FixtureRequest, backend: str, path: Path, migrated: bool
+) -> Iterator[str]:
+    if backend == "sqlite":
+        yield str(path)
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.fresh_database(migrated=migrated)
+    yield url
+    server.drop(url)
+
+
+@pytest.fixture
+def database(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Iterator[str]:
+    """Where a new, empty store goes: a SQLite file path, or the URL of a fresh PostgreSQL
+    database."""
+    yield from _database(request, backend, tmp_path / "feedmd.db", migrated=False)
+
+
+@pytest.fixture
+def store(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Iterator[Store]:
+    """A real, migrated store: SQLite in tmp_path, or a fresh PostgreSQL database."""
+    for url in _database(request, backend, tmp_path / "feedmd.db", migrated=True):
+        opened = open_store(url)
+        yield opened
+        opened.close()
 
 
 def make_config(
@@ -231,3 +283,18 @@ def fixture_bodies() -> dict[str, list[str]]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return dict(module.BODIES)
+
+
+def store_dump(store: Store) -> str:
+    """Every stored value of every table as text (SQLite's dump; on PostgreSQL each row's
+    values): for asserting that something is stored nowhere."""
+    if store.backend == "sqlite":
+        return "\n".join(store._conn.iterdump())
+    tables = [
+        row[0]
+        for row in store._conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        )
+    ]
+    lines = [repr(row) for table in tables for row in store._conn.execute(f"SELECT * FROM {table}")]
+    return "\n".join(lines)

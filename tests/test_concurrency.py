@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import FIXTURES
 from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
@@ -20,7 +21,8 @@ from feedmd.demo import FIRST_RUN_AT
 from feedmd.errors import RunLeaseHeld
 from feedmd.fixture_server import FixtureServer
 from feedmd.settings import Settings
-from feedmd.store import open_store
+from feedmd.store import database_exists, open_store
+from feedmd.store.schema import connect
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
 
@@ -36,46 +38,59 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
         yield Harness(driver, server)
 
 
-def _wait_for_lease(database: Path, timeout: float = 30.0) -> None:
+def _leases(database: str) -> int:
+    """Leases held in ``database`` (0 before it exists or is migrated)."""
+    if not database_exists(database):
+        return 0
+    db = connect(database)
+    try:
+        return int(db.conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0])
+    except (sqlite3.Error, psycopg.Error):
+        return 0  # not migrated yet
+    finally:
+        db.close()
+
+
+def _wait_for_lease(database: str, timeout: float = 30.0) -> None:
     """Until a run holds a lease in ``database``."""
     ends = time.monotonic() + timeout
     while time.monotonic() < ends:
-        if database.exists():
-            try:
-                with sqlite3.connect(database, timeout=5) as conn:
-                    if conn.execute("SELECT COUNT(*) FROM run_leases").fetchone()[0]:
-                        return
-            except sqlite3.OperationalError:
-                pass  # not migrated yet
+        if _leases(database):
+            return
         time.sleep(0.01)
     raise AssertionError("no run took the lease")
 
 
-def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database: str) -> None:
     out = tmp_path / "out"
-    first = harness.start(out, wait=60)
-    second = harness.start(out, wait=60)
+    first = harness.start(out, wait=60, database=database)
+    second = harness.start(out, wait=60, database=database)
     results = [child.communicate(timeout=120) for child in (first, second)]
     assert [first.returncode, second.returncode] == [0, 0], results
-    with sqlite3.connect(out / "feedmd.db") as conn:
-        runs = conn.execute("SELECT status FROM runs ORDER BY id").fetchall()
+    db = connect(database)
+    try:
+        runs = db.conn.execute("SELECT status FROM runs ORDER BY id").fetchall()
+    finally:
+        db.close()
     # the first fails the slow page (partial); the second finds it all stored
     assert sorted(status for (status,) in runs) == ["ok", "partial"]
     # one of them stored the day; the other found it all known
-    reference = Outcome(decisions(out / "feedmd.db"), 0.0)
+    reference = Outcome(decisions(database), 0.0)
     assert len(reference.decisions) == 47
-    check_invariants(out / "feedmd.db", reference, "two runs at once")
+    check_invariants(database, reference, "two runs at once")
 
 
+@pytest.mark.both_backends
 def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
-    harness: Harness, tmp_path: Path
+    harness: Harness, tmp_path: Path, database: str
 ) -> None:
     out = tmp_path / "out"
     release = tmp_path / "release"
     # the holder keeps its lease until the refused run has finished, however slow its start
-    holder = harness.start(out, pause=f"{HELD_STEP}:{release}")
-    _wait_for_lease(out / "feedmd.db")
-    refused = harness.start(out, wait=0)
+    holder = harness.start(out, pause=f"{HELD_STEP}:{release}", database=database)
+    _wait_for_lease(database)
+    refused = harness.start(out, wait=0, database=database)
     _, stderr = refused.communicate(timeout=60)
     release.touch()
     assert refused.returncode == 4
@@ -85,11 +100,14 @@ def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     assert holder.returncode == 0
 
 
-def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_the_cli_exits_4_when_another_run_holds_the_lease(
+    harness: Harness, tmp_path: Path, database: str
+) -> None:
     out = tmp_path / "out"
     release = tmp_path / "release"
-    holder = harness.start(out, pause=f"{HELD_STEP}:{release}")
-    _wait_for_lease(out / "feedmd.db")
+    holder = harness.start(out, pause=f"{HELD_STEP}:{release}", database=database)
+    _wait_for_lease(database)
     cli = subprocess.run(
         [
             sys.executable,
@@ -99,7 +117,7 @@ def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_
             "--config",
             str(FIXTURES / "demo.toml"),
             "--db",
-            str(out / "feedmd.db"),
+            database,
             "--proxy",
             harness.server.proxy_url,
             "--allow-private-addresses",
@@ -120,12 +138,13 @@ def test_the_cli_exits_4_when_another_run_holds_the_lease(harness: Harness, tmp_
     assert "Traceback" not in cli.stderr
 
 
+@pytest.mark.both_backends
 def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
-    tmp_path: Path,
+    database: str,
 ) -> None:
     """In-process: the lease logic itself, with a pid that is gone and a host that is not
     this one (whose only way to end is the expiry)."""
-    store = open_store(tmp_path / "feedmd.db")
+    store = open_store(database)
     try:
         store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         settings = Settings(run_lease_wait_seconds=0, run_lease_seconds=60)
@@ -153,9 +172,10 @@ def test_a_dead_holder_is_taken_over_at_once_and_a_live_one_only_after_expiry(
         store.close()
 
 
-def test_a_waiting_run_gets_the_lease_when_the_holder_ends(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "feedmd.db")
-    other = open_store(tmp_path / "feedmd.db")
+@pytest.mark.both_backends
+def test_a_waiting_run_gets_the_lease_when_the_holder_ends(database: str) -> None:
+    store = open_store(database)
+    other = open_store(database)
     try:
         store._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('o', 'x')")
         holder = store.start_leased_run(["o"], FIRST_RUN_AT, Settings())

@@ -20,6 +20,8 @@ from feedmd.pipeline import run
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 
+pytestmark = pytest.mark.both_backends
+
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ import pytest
 from conftest import FIXTURES
 
 from feedmd.fixture_server import FixtureServer
+from feedmd.store.schema import connect
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
@@ -50,7 +51,9 @@ DRIVER = textwrap.dedent("""\
         "fetch_timeout_seconds": 1.5,
         "run_lease_wait_seconds": float(wait),
     }
-    config = demo_config(Path(fixtures), Path(out), proxy, overrides)
+    # DATABASE: a postgresql:// URL (or a SQLite file) instead of out/feedmd.db
+    database = os.environ.get("DATABASE") or None
+    config = demo_config(Path(fixtures), Path(out), proxy, overrides, database)
     sys.path.insert(0, str(Path(fixtures).parent / "tests"))
     from kill_hooks import install
 
@@ -74,10 +77,11 @@ class Harness:
     server: FixtureServer
 
     def start(
-        self, out: Path, wait: float = 60.0, die: str = "", pause: str = ""
+        self, out: Path, wait: float = 60.0, die: str = "", pause: str = "", database: str = ""
     ) -> subprocess.Popen[str]:
+        """Start the driver on ``database`` (default ``out/feedmd.db``)."""
         out.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "DIE": die, "PAUSE": pause}
+        env = {**os.environ, "DIE": die, "PAUSE": pause, "DATABASE": database}
         return subprocess.Popen(
             [
                 sys.executable,
@@ -93,15 +97,15 @@ class Harness:
             env=env,
         )
 
-    def complete(self, out: Path, wait: float = 60.0) -> dict[str, int]:
-        child = self.start(out, wait)
+    def complete(self, out: Path, wait: float = 60.0, database: str = "") -> dict[str, int]:
+        child = self.start(out, wait, database=database)
         stdout, stderr = child.communicate(timeout=120)
         assert child.returncode == 0, stderr
         return dict(json.loads(stdout.splitlines()[-1]))
 
-    def kill_at(self, out: Path, seconds: float) -> None:
+    def kill_at(self, out: Path, seconds: float, database: str = "") -> None:
         """Start a run, SIGKILL it ``seconds`` after it is ready (or let it end first)."""
-        child = self.start(out)
+        child = self.start(out, database=database)
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
         time.sleep(seconds)
@@ -109,8 +113,8 @@ class Harness:
             child.send_signal(signal.SIGKILL)
         child.communicate(timeout=60)  # reaps it: a zombie would still look alive
 
-    def die(self, out: Path, where: str) -> int:
-        child = self.start(out, die=where)
+    def die(self, out: Path, where: str, database: str = "") -> int:
+        child = self.start(out, die=where, database=database)
         child.communicate(timeout=120)
         return child.returncode
 
@@ -141,28 +145,34 @@ def reference(harness: Harness, tmp_path_factory: pytest.TempPathFactory) -> Out
     return Outcome(decisions(out / "feedmd.db"), seconds)
 
 
-def decisions(path: Path) -> frozenset[tuple[str, str, str, str | None]]:
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute(
+def decisions(database: Path | str) -> frozenset[tuple[str, str, str, str | None]]:
+    db = connect(database)
+    try:
+        rows = db.conn.execute(
             "SELECT f.name, i.entry_id, i.decision, i.rule FROM items i"
             " JOIN feeds f ON f.id = i.feed_id"
         ).fetchall()
-    return frozenset(rows)
+    finally:
+        db.close()
+    return frozenset(tuple(row) for row in rows)
 
 
-def check_invariants(path: Path, reference: Outcome, context: str) -> None:
-    """Everything a recovered store must satisfy; ``context`` names the kill in failures."""
-    conn = sqlite3.connect(path)
+def check_invariants(database: Path | str, reference: Outcome, context: str) -> None:
+    """Everything a recovered store must satisfy; ``context`` names the kill in failures.
+    (On PostgreSQL the server enforces the foreign keys; SQLite is checked for them.)"""
+    db = connect(database)
+    conn = db.conn
     try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", context
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == [], context
+        if isinstance(conn, sqlite3.Connection):
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", context
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == [], context
         repeated = conn.execute(
             "SELECT feed_id, entry_id, COUNT(*) FROM items GROUP BY feed_id, entry_id"
             " HAVING COUNT(*) > 1"
         ).fetchall()
         assert repeated == [], context
         # every fixture entry is there, with the decision a clean run takes
-        assert decisions(path) == reference.decisions, context
+        assert decisions(database) == reference.decisions, context
         dangling = conn.execute(
             "SELECT d.id FROM items d LEFT JOIN items k ON k.id = d.matched_item_id"
             " WHERE d.decision = 'duplicate' AND (k.id IS NULL OR k.decision != 'kept')"
@@ -187,7 +197,7 @@ def check_invariants(path: Path, reference: Outcome, context: str) -> None:
         ).fetchall()
         assert unrecovered == [], context
     finally:
-        conn.close()
+        db.close()
 
 
 # Kill points a random moment rarely hits: inside the one store transaction, right after
@@ -202,38 +212,49 @@ POINTS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", POINTS)
 def test_a_kill_at_a_chosen_point_is_recovered(
-    harness: Harness, reference: Outcome, tmp_path: Path, point: str
+    harness: Harness, reference: Outcome, tmp_path: Path, point: str, database: str
 ) -> None:
     out = tmp_path / "out"
-    assert harness.die(out, point) == -signal.SIGKILL
-    harness.complete(out)
-    check_invariants(out / "feedmd.db", reference, point)
+    assert harness.die(out, point, database) == -signal.SIGKILL
+    harness.complete(out, database=database)
+    check_invariants(database, reference, point)
 
 
 def _random_kills(
-    harness: Harness, reference: Outcome, folder: Path, cycles: int, seed: int
+    harness: Harness,
+    reference: Outcome,
+    folder: Path,
+    cycles: int,
+    seed: int,
+    fresh: Callable[[Path], str] = lambda out: str(out / "feedmd.db"),
 ) -> int:
-    """``cycles`` fresh stores, each killed 1-3 times at random moments of a run and then
-    run to completion; return the number of kills."""
+    """``cycles`` fresh stores (``fresh(out)`` names each), each killed 1-3 times at random
+    moments of a run and then run to completion; return the number of kills."""
     rng = random.Random(seed)
     kills = 0
     for cycle in range(cycles):
         out = folder / f"cycle-{cycle}"
+        database = fresh(out)
         moments = [rng.uniform(0, reference.seconds) for _ in range(rng.randint(1, 3))]
         for moment in moments:
-            harness.kill_at(out, moment)
+            harness.kill_at(out, moment, database)
             kills += 1
-        harness.complete(out)
-        check_invariants(
-            out / "feedmd.db", reference, f"seed {seed}, cycle {cycle}, kills at {moments}"
-        )
+        harness.complete(out, database=database)
+        check_invariants(database, reference, f"seed {seed}, cycle {cycle}, kills at {moments}")
     return kills
 
 
-def test_random_kills_are_recovered(harness: Harness, reference: Outcome, tmp_path: Path) -> None:
-    assert _random_kills(harness, reference, tmp_path, cycles=1, seed=20261012) >= 1
+@pytest.mark.both_backends
+def test_random_kills_are_recovered(
+    harness: Harness, reference: Outcome, tmp_path: Path, database: str
+) -> None:
+    kills = _random_kills(
+        harness, reference, tmp_path, cycles=1, seed=20261012, fresh=lambda out: database
+    )
+    assert kills >= 1
 
 
 @pytest.mark.slow

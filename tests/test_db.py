@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from click.testing import CliRunner
 
 from feedmd.cli import main
 from feedmd.errors import MigrationError, StoreError
+from feedmd.store.dialect import backend_of
 from feedmd.store.schema import (
     Migration,
     applied_migrations,
@@ -19,21 +19,27 @@ from feedmd.store.schema import (
     split_statements,
 )
 
+pytestmark = pytest.mark.both_backends
 
-def tables(db_path: Path) -> set[str]:
-    conn = sqlite3.connect(db_path)
+
+def tables(database: str | Path) -> set[str]:
+    """The tables of the store at ``database`` (either backend)."""
+    db = connect(database)
     try:
-        return {
-            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
+        if backend_of(str(database)) == "sqlite":
+            sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        else:
+            sql = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        return {row[0] for row in db.conn.execute(sql)}
     finally:
-        conn.close()
+        db.close()
 
 
-def test_fresh_store_has_every_table_and_wal(tmp_path: Path) -> None:
-    db = open_database(tmp_path / "f.db")
-    assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+def test_fresh_store_has_every_table(database: str, backend: str) -> None:
+    db = open_database(database)
+    if backend == "sqlite":
+        assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     db.close()
     assert {
         "orgs",
@@ -43,32 +49,34 @@ def test_fresh_store_has_every_table_and_wal(tmp_path: Path) -> None:
         "bodies",
         "deliveries",
         "schema_migrations",
-    } <= tables(tmp_path / "f.db")
+        "title_keys",
+        "visibility",
+    } <= tables(database)
 
 
-def test_reopening_applies_nothing(tmp_path: Path) -> None:
-    first = open_database(tmp_path / "f.db")
+def test_reopening_applies_nothing(database: str) -> None:
+    first = open_database(database)
     applied = applied_migrations(first)
     first.close()
-    again = open_database(tmp_path / "f.db")
+    again = open_database(database)
     assert applied_migrations(again) == applied
     assert list(applied) == [m.name for m in available_migrations()]
     again.close()
 
 
-def test_failing_migration_leaves_nothing_half_applied(tmp_path: Path) -> None:
+def test_failing_migration_leaves_nothing_half_applied(database: str) -> None:
     good = Migration("0001_good", "CREATE TABLE a (x INTEGER);")
     bad = Migration("0002_bad", "CREATE TABLE b (x INTEGER);\nINSERT INTO nowhere VALUES (1);")
     with pytest.raises(MigrationError, match="0002_bad failed and was rolled back"):
-        open_database(tmp_path / "f.db", [good, bad])
-    assert "a" in tables(tmp_path / "f.db")
-    assert "b" not in tables(tmp_path / "f.db")
-    db = connect(tmp_path / "f.db")
+        open_database(database, [good, bad])
+    assert "a" in tables(database)
+    assert "b" not in tables(database)
+    db = connect(database)
     assert list(applied_migrations(db)) == ["0001_good"]
     db.close()
     fixed = Migration("0002_bad", "CREATE TABLE b (x INTEGER);")
-    open_database(tmp_path / "f.db", [good, fixed]).close()
-    assert "b" in tables(tmp_path / "f.db")
+    open_database(database, [good, fixed]).close()
+    assert "b" in tables(database)
 
 
 def test_split_statements_keeps_semicolons_inside_strings() -> None:
@@ -83,9 +91,9 @@ def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
         open_database(path)
 
 
-def test_migrate_list_shows_pending_then_applied(tmp_path: Path) -> None:
+def test_migrate_list_shows_pending_then_applied(database: str) -> None:
     runner = CliRunner()
-    db = str(tmp_path / "m.db")
+    db = database
     listed = runner.invoke(main, ["migrate", "--db", db, "--list"])
     assert listed.exit_code == 0
     assert "pending  0001_initial" in listed.output
@@ -97,12 +105,12 @@ def test_migrate_list_shows_pending_then_applied(tmp_path: Path) -> None:
     assert runner.invoke(main, ["migrate", "--db", db]).output.startswith("applied 0 migration(s)")
 
 
-def test_processes_opening_one_new_store_together_all_succeed(tmp_path: Path) -> None:
+def test_processes_opening_one_new_store_together_all_succeed(database: str) -> None:
     import subprocess
     import sys
     import time
 
-    db = tmp_path / "shared.db"
+    db = database
     start = time.time() + 2.0  # every process opens at the same moment (imports done)
     code = (
         "import time; from feedmd.store.schema import open_database; "

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from click.testing import CliRunner
 from conftest import Site, article_html, at, make_config, story
 
@@ -29,6 +30,8 @@ from feedmd.config import OutputConfig
 from feedmd.demo import run_demo
 from feedmd.pipeline import run
 from feedmd.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
@@ -182,7 +185,7 @@ def test_export_to_a_file_links_to_that_file(site: Site, store: Store, tmp_path:
     out = tmp_path / "public"
     out.mkdir()
     run_into(site, store, tmp_path / "runs", "http://h.example")
-    db = str(tmp_path / "feedmd.db")
+    db = store.path
     with static_server(out) as base:
         runner = CliRunner()
         for fmt, name in (("json", "all.json"), ("atom", "all.atom")):

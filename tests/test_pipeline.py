@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from conftest import (
     FeedItemSpec,
     Site,
@@ -18,6 +19,8 @@ from conftest import (
 
 from feedmd.pipeline import run
 from feedmd.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 POPE_COPY = "Pope Leo to undergo surgery for small growth on his lung - Station Six"

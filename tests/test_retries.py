@@ -7,6 +7,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 
@@ -16,6 +17,8 @@ from feedmd.pipeline import run
 from feedmd.settings import Settings
 from feedmd.stages import retry
 from feedmd.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 SETTINGS = Settings()
 PAGE = "http://pub.example/story"
@@ -191,7 +194,7 @@ def test_a_permanent_failure_is_given_up_until_feedmd_retry(
     run(store, config(server), now=at(15), force=True)
     assert server.count("pub.example/story") == 1
 
-    db = str(tmp_path / "feedmd.db")
+    db = store.path
     result = CliRunner().invoke(main, ["retry", "--item", str(failed["id"]), "--db", db])
     assert result.exit_code == 0, result.output
     assert "1 failed item(s) due now" in result.output
@@ -280,7 +283,7 @@ def test_a_failed_feed_is_retried_sooner_than_its_poll_interval(
     assert spec.error_streak == 2 and spec.next_due_at == at(12, 6)  # the backoff doubles
     assert run(store, config(server), now=at(12, 5)).feeds == 0
 
-    db = str(tmp_path / "feedmd.db")
+    db = store.path
     listed = CliRunner().invoke(main, ["feeds", "list", "--db", db])
     assert listed.exit_code == 0, listed.output
     assert "a\torg\terror (HTTP 503)\t" in listed.output

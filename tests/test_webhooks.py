@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, store_dump, story
 from standardwebhooks.webhooks import Webhook
 
 from feedmd import render, webhooks
@@ -37,6 +37,8 @@ from feedmd.stages import deliver
 from feedmd.store import Store, connect_store
 from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
+
+pytestmark = pytest.mark.both_backends
 
 SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
 FAST = webhooks.WebhookPolicy(timeout_seconds=0.5)
@@ -210,8 +212,9 @@ def test_signed_messages_are_retried_with_stable_ids_until_delivered(
     }
     assert next(r for r in first if r.attempts).last_http_status == 500
 
+    path = store.path
     store.close()  # a restart: everything needed is in the store
-    db = connect_store(tmp_path / "feedmd.db")
+    db = connect_store(path)
     later = utcnow() + timedelta(hours=1)
     result = webhooks.deliver_due(db, FAST, now=later)
     assert (result.delivered, result.failed_attempts) == (0, 1)  # the closed connection
@@ -237,6 +240,7 @@ def test_signed_messages_are_retried_with_stable_ids_until_delivered(
     assert db.pending_count() == 0
     deliver_with_hooks(db, config, run_id, Hook(receiver.url, "org"))
     assert len(db.list_deliveries()) == 2  # queued once per item and endpoint
+    db.close()
 
 
 def test_a_hanging_endpoint_costs_one_timeout_per_pass(
@@ -296,7 +300,7 @@ def test_an_endpoint_is_disabled_after_a_run_of_failures_and_enabled_again(
     webhooks.deliver_due(store, policy, now=now + timedelta(hours=4))
     assert len(receiver.seen) == 3  # disabled: nothing sent, nothing lost
 
-    db_args = ["--db", str(tmp_path / "feedmd.db")]
+    db_args = ["--db", store.path]
     listing = CliRunner().invoke(deliveries_group, db_args)
     assert listing.exit_code == 0, listing.output
     assert "disabled (3 consecutive failed attempts)" in listing.output
@@ -328,10 +332,10 @@ def test_the_secret_is_never_logged_stored_or_exported(
     monkeypatch.setenv(SECRET_ENV, secret.removeprefix("whsec_"))  # malformed: named only
     webhooks.deliver_due(store, FAST, now=utcnow() + timedelta(hours=5))
     assert f"webhook secret in {SECRET_ENV} must look like whsec_<base64>" in caplog.text
-    db_args = ["--db", str(tmp_path / "feedmd.db")]
+    db_args = ["--db", store.path]
     exported = CliRunner().invoke(export_command, [*db_args, "--feed", "a"]).output
     listed = CliRunner().invoke(deliveries_group, [*db_args, "--json"]).output
-    dump = "\n".join(store._conn.iterdump())
+    dump = store_dump(store)
     key = secret.removeprefix("whsec_")
     for text in (caplog.text, exported, listed, dump):
         assert key not in text and key[:12] not in text

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
+from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from conftest import at, fixture_bodies
@@ -21,6 +21,8 @@ from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
 from feedmd.stages.scrape import fingerprint
 from feedmd.store import SeedItem, Store, open_store
+
+pytestmark = pytest.mark.both_backends
 
 NOW = at(12)
 BODIES = fixture_bodies()
@@ -197,9 +199,24 @@ class Corpus:
     bodies: dict[str, str]  # entry key -> markdown of its page ("" failed)
 
 
-def _seed(tmp: Path, settings: Settings, seed: int = 7) -> Corpus:
+@pytest.fixture
+def seeded(database: str) -> Iterator[Callable[..., Corpus]]:
+    """``seeded(settings, seed=7)``: a corpus stored in this test's database (closed after)."""
+    opened: list[Store] = []
+
+    def make(settings: Settings, seed: int = 7) -> Corpus:
+        corpus = _seed(database, settings, seed)
+        opened.append(corpus.store)
+        return corpus
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def _seed(database: str, settings: Settings, seed: int = 7) -> Corpus:
     rng = random.Random(seed)
-    store = open_store(tmp / "window.db")
+    store = open_store(database)
     items: list[SeedItem] = []
     stories: list[tuple[list[str], str, str]] = []  # words, body, host
     long_titles: list[list[str]] = []
@@ -371,9 +388,11 @@ def _both_ways(corpus: Corpus, settings: Settings) -> tuple[Counter[str], Counte
 
 
 @pytest.mark.parametrize("scope", ["feed", "org"])
-def test_stage1_and_stage2_decide_the_same_through_keys(tmp_path: Path, scope: str) -> None:
+def test_stage1_and_stage2_decide_the_same_through_keys(
+    seeded: Callable[..., Corpus], scope: str
+) -> None:
     settings = dataclasses.replace(Settings(), dedup_scope=scope)
-    corpus = _seed(tmp_path, settings)
+    corpus = seeded(settings)
     first, second = _both_ways(corpus, settings)
     # both sides of the thresholds were met
     rules = ["url", "jaccard", "containment", "cjk", "kept", "blocked"]
@@ -385,24 +404,26 @@ def test_stage1_and_stage2_decide_the_same_through_keys(tmp_path: Path, scope: s
     assert any(key.startswith("kept:similar-") for key in second), second
 
 
-def test_simhash_matches_come_through_the_blocks(tmp_path: Path) -> None:
+def test_simhash_matches_come_through_the_blocks(seeded: Callable[..., Corpus]) -> None:
     settings = dataclasses.replace(
         Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
     )
-    first, _ = _both_ways(_seed(tmp_path, settings, seed=11), settings)
+    first, _ = _both_ways(seeded(settings, seed=11), settings)
     assert first["simhash"] > 0, first
 
 
-def test_settings_the_keys_cannot_serve_read_the_whole_window(tmp_path: Path) -> None:
+def test_settings_the_keys_cannot_serve_read_the_whole_window(
+    seeded: Callable[..., Corpus],
+) -> None:
     settings = dataclasses.replace(Settings(), simhash_max_bits=5)
-    corpus = _seed(tmp_path, settings)
+    corpus = seeded(settings)
     snapshot = corpus.store.snapshot(corpus.batch, settings, NOW)
     assert snapshot == corpus.store.full_snapshot(corpus.batch, settings, NOW)
 
 
-def test_keys_follow_overrides_and_backfill(tmp_path: Path) -> None:
+def test_keys_follow_overrides_and_backfill(seeded: Callable[..., Corpus]) -> None:
     settings = Settings()
-    corpus = _seed(tmp_path, settings)
+    corpus = seeded(settings)
     store = corpus.store
     before = store.snapshot(corpus.batch, settings, NOW)
     # the keys of existing stores are filled once after the migration
@@ -424,11 +445,11 @@ def test_keys_follow_overrides_and_backfill(tmp_path: Path) -> None:
     _both_ways(corpus, settings)
 
 
-def test_keys_follow_any_writer_of_items(tmp_path: Path) -> None:
+def test_keys_follow_any_writer_of_items(seeded: Callable[..., Corpus]) -> None:
     """A writer that knows nothing of the keys (a retry recovering a failed item, a
     script): the triggers list what it changed, the next read recomputes it."""
     settings = Settings()
-    corpus = _seed(tmp_path, settings)
+    corpus = seeded(settings)
     store = corpus.store
     with store._conn:
         failed = [

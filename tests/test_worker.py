@@ -28,7 +28,7 @@ from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
 from feedmd import webhooks
 from feedmd.fixture_server import FixtureServer
-from feedmd.store import Store, connect_store
+from feedmd.store import Store, connect_store, database_exists
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL and SIGTERM are POSIX")
 
@@ -105,9 +105,10 @@ def build_network(
 
 
 @pytest.fixture
-def network(tmp_path: Path) -> Iterator[Network]:
-    """Six orgs of three feeds (72 entries, 36 stories), every answer 50-250 ms late."""
-    built = build_network(tmp_path / "net", str(tmp_path / "feedmd.db"), 6, 3, delay=(0.05, 0.25))
+def network(tmp_path: Path, database: str) -> Iterator[Network]:
+    """Six orgs of three feeds (72 entries, 36 stories), every answer 50-250 ms late, on a
+    fresh store (SQLite; also PostgreSQL for the tests marked ``both_backends``)."""
+    built = build_network(tmp_path / "net", database, 6, 3, delay=(0.05, 0.25))
     yield built
     built.close()
 
@@ -131,7 +132,7 @@ def wait_until(predicate: Any, timeout: float = 60, what: str = "") -> None:
 
 def held_claims(net: Network) -> list[Any]:
     """The claims held now ([] before the first worker made the store)."""
-    if not Path(net.database).exists():
+    if not database_exists(net.database):
         return []
     store = net.store()
     try:
@@ -198,6 +199,7 @@ def check_network(net: Network, exactly_once: bool = True, failed: int = 0) -> d
     return {"kept": len(kept), "runs": sum(runs.values()), "abandoned": runs.get("abandoned", 0)}
 
 
+@pytest.mark.both_backends
 def test_two_workers_share_the_orgs_and_run_every_feed_once(
     network: Network, tmp_path: Path
 ) -> None:
@@ -217,6 +219,7 @@ def test_two_workers_share_the_orgs_and_run_every_feed_once(
     assert check_network(network) == {"kept": 36, "runs": 6, "abandoned": 0}
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("point", ["after:persist:1", "before:persist:2"])
 def test_a_worker_killed_mid_run_is_taken_over_and_its_items_delivered_once(
     network: Network, point: str
@@ -242,6 +245,7 @@ def test_a_worker_killed_mid_run_is_taken_over_and_its_items_delivered_once(
         assert sum(network.server.count(url) for _, _, url in network.site.feeds) == 21
 
 
+@pytest.mark.both_backends
 def test_a_live_worker_renews_its_claim_past_the_expiry(network: Network, tmp_path: Path) -> None:
     """A run paused for three claim lifetimes keeps its org: the other worker runs the rest
     and never that one."""

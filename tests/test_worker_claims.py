@@ -1,6 +1,6 @@
 """Worker claims on a real store, in-process: which org is claimable, when a claim expires,
 when a dead worker's claim is taken over, and the pure choice of due orgs and feeds.
-(tests/test_worker.py runs real worker processes.)"""
+On SQLite and on PostgreSQL. (tests/test_worker.py runs real worker processes.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,8 @@ from feedmd.models import FeedSpec
 from feedmd.store import OrgClaim, Store, open_store
 from feedmd.timeutil import utcnow
 from feedmd.worker import due_orgs, feeds_to_run
+
+pytestmark = pytest.mark.both_backends
 
 NOW = datetime(2026, 10, 12, 12, tzinfo=UTC)
 ORGS = ("a", "b", "c")
@@ -153,8 +154,8 @@ def test_a_failed_run_holds_its_org_back_until_not_before(claims: Store) -> None
     assert claim(claims, due=("a",), now=back).org == "a"
 
 
-def test_the_claim_is_renewed_from_a_thread_while_the_block_runs(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "feedmd.db")
+def test_the_claim_is_renewed_from_a_thread_while_the_block_runs(database: str) -> None:
+    store = open_store(database)
     try:
         store.sync_feeds(Config(feeds=(FeedConfig(name="f", url="http://a.example/f", org="a"),)))
         store.add_claim_rows()

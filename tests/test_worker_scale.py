@@ -1,7 +1,8 @@
-"""Proof of scale-out (slow): four worker processes on one store over 50 feeds of the
-loopback news network (10 orgs of 5 feeds, every answer 100-800 ms late), one of them killed
-with SIGKILL in the middle of a run. Every entry is decided once, one item is kept per
-story, and every kept item reaches the real webhook receiver once, under one id."""
+"""Proof of scale-out (slow): four worker processes on one store (PostgreSQL, and SQLite)
+over 50 feeds of the loopback news network (10 orgs of 5 feeds, every answer 100-800 ms
+late), one of them killed with SIGKILL in the middle of a run. Every entry is decided once,
+one item is kept per story, and every kept item reaches the real webhook receiver once,
+under one id."""
 
 from __future__ import annotations
 
@@ -13,22 +14,25 @@ from pathlib import Path
 import pytest
 from test_worker import Network, build_network, check_network, finish, wait_until
 
+from feedmd.store import database_exists
+
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.both_backends,
     pytest.mark.skipif(os.name == "nt", reason="SIGKILL and SIGTERM are POSIX"),
 ]
 
 
 @pytest.fixture
-def fifty_feeds(tmp_path: Path) -> Iterator[Network]:
-    built = build_network(tmp_path / "net", str(tmp_path / "feedmd.db"), 10, 5, delay=(0.1, 0.8))
+def fifty_feeds(tmp_path: Path, database: str) -> Iterator[Network]:
+    built = build_network(tmp_path / "net", database, 10, 5, delay=(0.1, 0.8))
     yield built
     built.close()
 
 
 def lease_pids(net: Network) -> set[int]:
     """The processes holding a run lease now."""
-    if not Path(net.database).exists():
+    if not database_exists(net.database):
         return set()
     store = net.store()
     try:

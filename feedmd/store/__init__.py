@@ -1,10 +1,12 @@
 """The store: the only code in feedmd that holds SQL or imports sqlite3 / sqlite_utils.
 
-``open_store(path)`` opens (and migrates) the SQLite file and returns a ``Store``: one
+``open_store(database)`` opens (and migrates) the SQLite file, or the PostgreSQL database
+of a ``postgresql://`` URL (``dialect.py``), and returns a ``Store``: one
 facade whose methods are grouped by job in this package's modules. The connection is
 private to the package; every other module sees plain data (``feedmd.models``)::
 
     schema.py   connect, transactions, migrations
+    dialect.py  the two backends behind one connection interface
     window.py   what steps 1-4 read (feed specs, known entries, snapshot, pages)
     runs.py     a run's writes (feeds, start / finish / fail, persist, fingerprints)
     leases.py   run leases and recovery of killed runs
@@ -26,13 +28,15 @@ from pathlib import Path
 
 from feedmd.store.audit import Audit
 from feedmd.store.claims import ClaimRow, Claims, OrgClaim
+from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
+from feedmd.store.dialect import redact as display_database
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
 from feedmd.store.queue import Queue
 from feedmd.store.retries import Retries
 from feedmd.store.runs import RunWrites, StoredItems
-from feedmd.store.schema import Migration, connect, open_database
+from feedmd.store.schema import Migration, connect, has_table, open_database
 from feedmd.store.seed import Seeding, SeedItem
 from feedmd.store.window import WindowReads
 
@@ -46,18 +50,34 @@ __all__ = [
     "Store",
     "StoredItems",
     "connect_store",
+    "database_exists",
+    "display_database",
     "open_store",
 ]
+
+
+def database_exists(database: str | Path) -> bool:
+    """Whether a store is there: the SQLite file exists, or the PostgreSQL database
+    answers and has been migrated at least once (commands that only read refuse others)."""
+    if backend_of(str(database)) != POSTGRESQL:
+        return Path(sqlite_path(str(database))).exists()
+    db = connect(database)
+    try:
+        return has_table(db.conn, "schema_migrations")
+    finally:
+        db.close()
 
 
 class Store(
     WindowReads, RunWrites, Leases, Claims, Outputs, Queue, Audit, History, Retries, Seeding
 ):
-    """The SQLite store as feedmd uses it: one object, one private connection."""
+    """The store as feedmd uses it (SQLite or PostgreSQL): one object, one private
+    connection."""
 
 
 def open_store(path: str | Path, migrations: list[Migration] | None = None) -> Store:
-    """Open the store at ``path`` (created if needed), apply every pending migration."""
+    """Open the store at ``path`` (a SQLite file, created if needed, or a
+    ``postgresql://`` URL), apply every pending migration."""
     store = Store(open_database(path, migrations))
     store.sync_window_keys()
     return store

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from feedmd.errors import OverrideError
 from feedmd.store.keys import add_item_keys, drop_item_keys
-from feedmd.store.schema import Connected, chunks, transaction
+from feedmd.store.schema import Connected, chunks, inserted_id, transaction
 from feedmd.timeutil import iso, parse_iso
 
 Kind = Literal["not_duplicate", "merge"]
@@ -154,18 +154,22 @@ def _record(
     conn: Any, kind: Kind, item: _State, other_id: int, who: str, now: datetime
 ) -> Override:
     previous = item.previous()
-    cursor = conn.execute(
+    override_id = inserted_id(
+        conn,
         "INSERT INTO overrides (kind, org_id, item_id, other_item_id, previous_json,"
         " created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
         (kind, item.org_id, item.id, other_id, json.dumps(previous), who, iso(now)),
     )
-    evidence = {"kind": kind, "other_item_id": other_id, "by": who, "at": iso(now)}
+    # the override is added to the item's evidence here, not by SQL JSON functions: the
+    # two backends' functions differ (json_set / jsonb_set) and this row is read anyway
+    (stored,) = conn.execute("SELECT evidence_json FROM items WHERE id = ?", (item.id,)).fetchone()
+    evidence = json.loads(stored or "{}")
+    evidence["override"] = {"kind": kind, "other_item_id": other_id, "by": who, "at": iso(now)}
     conn.execute(
-        "UPDATE items SET evidence_json = json_set(COALESCE(NULLIF(evidence_json, ''), '{}'),"
-        " '$.override', json(?)) WHERE id = ?",
-        (json.dumps(evidence), item.id),
+        "UPDATE items SET evidence_json = ? WHERE id = ?",
+        (json.dumps(evidence, ensure_ascii=False, sort_keys=True), item.id),
     )
-    return Override(int(cursor.lastrowid), kind, item.id, other_id, previous, who, now)
+    return Override(override_id or 0, kind, item.id, other_id, previous, who, now)
 
 
 class Audit(Connected):
@@ -191,7 +195,8 @@ class Audit(Connected):
         """Ids of the items with ``text`` in their title or publisher, newest first."""
         pattern = f"%{text}%"
         rows = self._conn.execute(
-            "SELECT id FROM items WHERE title_raw LIKE ? OR publisher LIKE ?"
+            "SELECT id FROM items WHERE LOWER(title_raw) LIKE LOWER(?)"
+            " OR LOWER(publisher) LIKE LOWER(?)"
             " ORDER BY published_at DESC, id DESC LIMIT ?",
             (pattern, pattern, limit),
         ).fetchall()

@@ -28,7 +28,6 @@ window, as before.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -50,8 +49,17 @@ from feedmd.stages.headlines import Headline, as_fraction, match_headlines, norm
 from feedmd.stages.title_index import TitleIndex
 from feedmd.stages.tlsh_index import TlshIndex
 from feedmd.stages.urls import normalize_url, publisher_host, url_hash
-from feedmd.store.keys import CAPITAL, GRAM, LEAD, LOWER, SIMHASH, TOKEN, simhash_blocks
-from feedmd.store.schema import chunks, to_unsigned64
+from feedmd.store.keys import (
+    CAPITAL,
+    GRAM,
+    LEAD,
+    LOWER,
+    SIMHASH,
+    TOKEN,
+    simhash_blocks,
+    stored_key,
+)
+from feedmd.store.schema import Connection, chunks, to_unsigned64
 from feedmd.timeutil import iso, parse_iso
 
 # Postings counted per token to rank the batch's tokens rarest first: enough to tell a
@@ -81,7 +89,7 @@ def _marks(values: Sequence[object]) -> str:
 class _Keys:
     """Lookups in ``title_keys`` inside one window (cutoff) for one org."""
 
-    def __init__(self, conn: sqlite3.Connection, org_id: int, cutoff: str) -> None:
+    def __init__(self, conn: Connection, org_id: int, cutoff: str) -> None:
         self._conn, self._org, self._cutoff = conn, org_id, cutoff
         self._postings: dict[tuple[int, object], list[int]] = {}
 
@@ -93,7 +101,7 @@ class _Keys:
                 for row in self._conn.execute(
                     "SELECT item_id FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
                     " AND published_at >= ?",
-                    (self._org, kind, key, self._cutoff),
+                    (self._org, kind, stored_key(self._conn, key), self._cutoff),
                 )
             ]
             self._postings[(kind, key)] = found
@@ -102,7 +110,7 @@ class _Keys:
     def rarity(self, token: str) -> int:
         row = self._conn.execute(
             "SELECT COUNT(*) FROM (SELECT 1 FROM title_keys WHERE org_id = ? AND kind = ?"
-            " AND key = ? AND published_at >= ? LIMIT ?)",
+            " AND key = ? AND published_at >= ? LIMIT ?) AS capped",
             (self._org, TOKEN, token, self._cutoff, RARITY_CAP),
         ).fetchone()
         return int(row[0])
@@ -145,14 +153,14 @@ def _headline_candidates(
     return found
 
 
-def _org_ids(conn: sqlite3.Connection, orgs: Iterable[str]) -> dict[str, int]:
+def _org_ids(conn: Connection, orgs: Iterable[str]) -> dict[str, int]:
     names = sorted(set(orgs))
     return dict(
         conn.execute(f"SELECT name, id FROM orgs WHERE name IN ({_marks(names)})", names).fetchall()
     )
 
 
-def _feed_ids(conn: sqlite3.Connection, feeds: Iterable[str]) -> dict[str, int]:
+def _feed_ids(conn: Connection, feeds: Iterable[str]) -> dict[str, int]:
     names = sorted(set(feeds))
     return dict(
         conn.execute(
@@ -172,7 +180,7 @@ _BY_KEY = {"i.entry_id": "INDEXED BY items_entry_id", "i.url_hash": "INDEXED BY 
 
 
 def candidate_snapshot(
-    conn: sqlite3.Connection, entries: Sequence[Entry], settings: Settings, now: datetime
+    conn: Connection, entries: Sequence[Entry], settings: Settings, now: datetime
 ) -> WindowSnapshot:
     """The window items that can match these entries at stage 1, oldest-first order left
     to the decider, with the window's casing and CJK sums (see the module docstring)."""
@@ -283,9 +291,7 @@ def _matching(
     return [h for h in headlines if h.item_id in keep or h.item_id in cjk_ids]
 
 
-def _headlines(
-    conn: sqlite3.Connection, item_ids: Iterable[int], cutoff: str
-) -> list[StoredHeadline]:
+def _headlines(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredHeadline]:
     """The kept window items among ``item_ids`` as stage 1 compares against them."""
     found: list[StoredHeadline] = []
     for chunk in chunks(sorted(set(item_ids))):
@@ -312,7 +318,7 @@ def _headlines(
 
 
 def body_candidates(
-    conn: sqlite3.Connection,
+    conn: Connection,
     survivors: Sequence[Candidate],
     pages: Mapping[tuple[str, str], Page],
     settings: Settings,
@@ -354,7 +360,7 @@ def body_candidates(
 
 
 def _near_digests(
-    conn: sqlite3.Connection,
+    conn: Connection,
     org_id: int,
     cutoff: str,
     queries: Sequence[tuple[str, int | None]],
@@ -390,7 +396,7 @@ def _near_digests(
     return {item for item in hits if item is not None} | {pair[1] for pair in best if pair}
 
 
-def _bodies(conn: sqlite3.Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:
+def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:
     """The kept window items among ``item_ids`` that have a body digest."""
     found: list[StoredBody] = []
     for chunk in chunks(sorted(set(item_ids))):

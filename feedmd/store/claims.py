@@ -3,10 +3,11 @@
 Any number of worker processes, on any number of machines, share one database. A worker
 claims one org at a time (the org is the unit of decisions: two runs must never decide one
 org's entries at once), runs the org's due feeds and gives the claim back. Claiming is one
-short transaction that picks a claimable org and marks it taken: on PostgreSQL with
-``SELECT ... FOR UPDATE SKIP LOCKED`` (two workers claiming at once each get a different
-org, neither waits for the other), on SQLite inside ``BEGIN IMMEDIATE`` (one writer at a
-time, so the same single ``UPDATE ... RETURNING`` is exclusive).
+statement, ``UPDATE ... WHERE org_id IN (SELECT ... LIMIT 1) RETURNING``, that picks a
+claimable org and marks it taken. On PostgreSQL it runs on its own (READ COMMITTED, outside
+the store's writer lock) with ``FOR UPDATE SKIP LOCKED`` in the inner SELECT: two workers
+claiming at once each get a different org and neither waits for the other. On SQLite it runs
+inside ``BEGIN IMMEDIATE``: one writer at a time, so the same statement is exclusive.
 
 A held claim expires unless its worker renews it (a background thread, as run leases do):
 the claim of a worker killed mid-run (SIGKILL, power loss) is taken over after the expiry,
@@ -18,15 +19,15 @@ due, so the run lease's recovery delivers what the dead worker stored.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.leases import HOST, process_exists
-from feedmd.store.schema import Connected, connect, transaction
+from feedmd.store.schema import Connected, Connection, Database, connect, transaction
 from feedmd.timeutil import iso, utcnow
 
 
@@ -94,7 +95,7 @@ class Claims(Connected):
         stamp = iso(now)
         org_marks = ",".join("?" * len(orgs))
         due_marks = ",".join("?" * len(due)) or "NULL"
-        with transaction(self._db) as conn:
+        with claiming(self._db) as conn:
             self._expire_dead_local_claims(conn, stamp)
             row = conn.execute(
                 "UPDATE org_claims SET owner = ?, worker = ?, host = ?, pid = ?, claimed_at = ?,"
@@ -106,7 +107,7 @@ class Claims(Connected):
                 " AND (c.not_before IS NULL OR c.not_before <= ?))"
                 " OR (c.owner IS NOT NULL AND c.expires_at <= ?))"
                 " ORDER BY c.pending_recovery DESC, COALESCE(c.claimed_at, ''), c.org_id"
-                f" LIMIT 1{skip_locked(conn)})"
+                f" LIMIT 1{skip_locked(conn, 'c')})"
                 " RETURNING org_id, pending_recovery",
                 (owner, worker, HOST, pid, stamp, iso(expires), *orgs, *due, stamp, stamp),
             ).fetchone()
@@ -121,7 +122,7 @@ class Claims(Connected):
             recovering=bool(row[1]),
         )
 
-    def _expire_dead_local_claims(self, conn: sqlite3.Connection, stamp: str) -> None:
+    def _expire_dead_local_claims(self, conn: Connection, stamp: str) -> None:
         """Claims held on this host by a process that is gone end now, not at their expiry
         (as run leases do): a worker killed here is taken over at once."""
         rows = conn.execute(
@@ -136,7 +137,7 @@ class Claims(Connected):
     def renew_claim(self, claim: OrgClaim, until: datetime) -> bool:
         """Push a held claim's expiry to ``until``; False when it is no longer held (it
         expired and another worker took it over)."""
-        with transaction(self._db) as conn:
+        with claiming(self._db) as conn:
             cursor = conn.execute(
                 "UPDATE org_claims SET expires_at = ? WHERE owner = ?", (iso(until), claim.owner)
             )
@@ -149,7 +150,7 @@ class Claims(Connected):
         any more; ``not_before``: the org is not claimed again before then (after a failed
         run). False when the claim was no longer held (taken over after its expiry)."""
         clear = ", pending_recovery = 0" if recovered else ""
-        with transaction(self._db) as conn:
+        with claiming(self._db) as conn:
             cursor = conn.execute(
                 "UPDATE org_claims SET owner = NULL, worker = NULL, host = NULL, pid = NULL,"
                 f" expires_at = NULL, not_before = ?{clear} WHERE owner = ?",
@@ -200,8 +201,25 @@ class Claims(Connected):
             other.close()
 
 
-def skip_locked(conn: sqlite3.Connection) -> str:
-    """The row-locking clause of a claim's inner SELECT: ``FOR UPDATE SKIP LOCKED`` where
-    the database has row locks (PostgreSQL), nothing on SQLite, whose ``BEGIN IMMEDIATE``
-    already makes the claiming transaction the only writer."""
-    return ""
+@contextmanager
+def claiming(db: Database) -> Iterator[Connection]:
+    """Where a claim's statements run. SQLite: one ``BEGIN IMMEDIATE`` transaction (the
+    single writer makes the claim exclusive). PostgreSQL: no explicit transaction, so each
+    statement commits on its own at READ COMMITTED, where ``FOR UPDATE SKIP LOCKED`` and
+    row locks make a claim exclusive without the store's writer lock (a worker claiming
+    does not wait for another worker's run to store its items)."""
+    if dialect_of(db.conn) == POSTGRESQL:
+        yield db.conn
+        return
+    with transaction(db) as conn:
+        yield conn
+
+
+def skip_locked(conn: Connection, table: str = "") -> str:
+    """The row-locking clause of a claim's inner SELECT: ``FOR UPDATE [OF table] SKIP
+    LOCKED`` on PostgreSQL (rows another claimer has locked are passed over; their claim
+    decides them), nothing on SQLite, whose ``BEGIN IMMEDIATE`` already makes the claiming
+    transaction the only writer."""
+    if dialect_of(conn) != POSTGRESQL:
+        return ""
+    return f" FOR UPDATE{' OF ' + table if table else ''} SKIP LOCKED"

@@ -12,6 +12,7 @@ from typing import Any
 
 from feedmd.config import FeedConfig
 from feedmd.models import Entry, Page
+from feedmd.store.dialect import POSTGRESQL, backend_of
 from feedmd.store.schema import Connected
 from feedmd.timeutil import parse_iso
 
@@ -29,8 +30,14 @@ class StoredRun:
 
 
 def copy_database(source: str | Path, target: str | Path) -> None:
-    """Copy the SQLite file at ``source`` to ``target`` (online backup: consistent even
-    while another process writes)."""
+    """Copy the store at ``source`` to the new SQLite file ``target``: SQLite's online
+    backup (consistent even while another process writes), or from PostgreSQL a
+    ``store copy`` (one snapshot read per table)."""
+    if backend_of(str(source)) == POSTGRESQL:
+        from feedmd.store.copy import copy_store  # copy.py reads the schema through here
+
+        copy_store(source, target)
+        return
     src = sqlite3.connect(source)
     dst = sqlite3.connect(target)
     try:

@@ -20,7 +20,6 @@ that were written.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -30,7 +29,8 @@ from feedmd.stages import cjk
 from feedmd.stages.bodies import sample_keys
 from feedmd.stages.subject_gate import casing_counts
 from feedmd.stages.tlsh_index import decode_digest
-from feedmd.store.schema import chunks, to_unsigned64
+from feedmd.store.dialect import POSTGRESQL, dialect_of
+from feedmd.store.schema import Connection, chunks, has_table, to_unsigned64
 
 TOKEN = 0
 SIMHASH = (1, 2, 3, 4)  # blocks of bits 0-15, 16-31, 32-47, 48-63
@@ -97,7 +97,7 @@ def body_rows(
 
 
 def _rows(
-    conn: sqlite3.Connection, item_ids: Sequence[int], kept_only: bool = True
+    conn: Connection, item_ids: Sequence[int], kept_only: bool = True
 ) -> tuple[list[TitleRow], list[BodyRow], list[DigestRow]]:
     titles: list[TitleRow] = []
     bodies: list[BodyRow] = []
@@ -123,43 +123,56 @@ def _rows(
     return titles, bodies, digests
 
 
-def add_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
+def add_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Write the keys of these items that are kept (others are skipped)."""
     titles, bodies, digests = _rows(conn, list(item_ids))
     insert_rows(conn, titles, bodies, digests)
 
 
+def stored_key(conn: Connection, key: object) -> object:
+    """A title key as bound on this backend: as it is on SQLite (an untyped column holds
+    integers and text), as text on PostgreSQL (migrations/postgresql/0012)."""
+    return str(key) if dialect_of(conn) == POSTGRESQL else key
+
+
+def _keyed(conn: Connection, titles: Sequence[TitleRow]) -> Sequence[TitleRow]:
+    if dialect_of(conn) != POSTGRESQL:
+        return titles
+    return [(org, kind, str(key), *rest) for org, kind, key, *rest in titles]  # type: ignore[misc]
+
+
 def insert_rows(
-    conn: sqlite3.Connection,
+    conn: Connection,
     titles: Sequence[TitleRow],
     bodies: Sequence[BodyRow],
     digests: Sequence[DigestRow],
 ) -> None:
     """Insert computed key rows (a row already there is left as it is)."""
     conn.executemany(
-        "INSERT OR IGNORE INTO title_keys (org_id, kind, key, published_at, item_id, n)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        titles,
+        "INSERT INTO title_keys (org_id, kind, key, published_at, item_id, n)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        _keyed(conn, titles),
     )
     conn.executemany(
-        "INSERT OR IGNORE INTO body_keys (org_id, key, published_at, item_id) VALUES (?, ?, ?, ?)",
+        "INSERT INTO body_keys (org_id, key, published_at, item_id) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
         bodies,
     )
     conn.executemany(
-        "INSERT OR IGNORE INTO body_digests (org_id, published_at, item_id, feed_id, tlsh)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO body_digests (org_id, published_at, item_id, feed_id, tlsh)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         digests,
     )
 
 
-def drop_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
+def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Delete the keys of these items, kept or not (before their body changes: the rows
     to delete are recomputed from the stored title and body)."""
     titles, bodies, digests = _rows(conn, list(item_ids), kept_only=False)
     conn.executemany(
         "DELETE FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
         " AND published_at = ? AND item_id = ?",
-        [row[:5] for row in titles],
+        [row[:5] for row in _keyed(conn, titles)],
     )
     conn.executemany(
         "DELETE FROM body_keys WHERE org_id = ? AND key = ? AND published_at = ? AND item_id = ?",
@@ -171,7 +184,7 @@ def drop_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
     )
 
 
-def kept_items_of_bodies(conn: sqlite3.Connection, body_ids: Iterable[int]) -> list[int]:
+def kept_items_of_bodies(conn: Connection, body_ids: Iterable[int]) -> list[int]:
     """The kept items showing these bodies (whose body keys follow the body)."""
     found: list[int] = []
     for chunk in chunks(sorted(set(body_ids))):
@@ -187,7 +200,7 @@ def kept_items_of_bodies(conn: sqlite3.Connection, body_ids: Iterable[int]) -> l
 
 
 @contextmanager
-def bodies_changing(conn: sqlite3.Connection, body_ids: Iterable[int]) -> Iterator[None]:
+def bodies_changing(conn: Connection, body_ids: Iterable[int]) -> Iterator[None]:
     """Around a write that changes these bodies' digests or shingles: the body keys of
     their kept items are dropped before and written again after."""
     items = kept_items_of_bodies(conn, body_ids)
@@ -196,16 +209,15 @@ def bodies_changing(conn: sqlite3.Connection, body_ids: Iterable[int]) -> Iterat
     add_item_keys(conn, items)
 
 
-def keys_dirty(conn: sqlite3.Connection) -> bool:
+def keys_dirty(conn: Connection) -> bool:
     """True when items changed (or were stored before migration 0012) since their keys
     were last computed: the triggers of 0012 list them in ``window_keys_dirty``."""
-    try:
-        return conn.execute("SELECT 1 FROM window_keys_dirty LIMIT 1").fetchone() is not None
-    except sqlite3.OperationalError:  # a store not migrated this far
+    if not has_table(conn, "window_keys_dirty"):  # a store not migrated this far
         return False
+    return conn.execute("SELECT 1 FROM window_keys_dirty LIMIT 1").fetchone() is not None
 
 
-def sync_dirty(conn: sqlite3.Connection) -> int:
+def sync_dirty(conn: Connection) -> int:
     """Recompute the keys of every item the triggers listed (inside the caller's
     transaction): dropped, then written again if the item is kept. Returns how many.
     Whoever writes items (a run, a review override, a retry) needs no other care."""

@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -21,7 +20,8 @@ from datetime import datetime, timedelta
 
 from feedmd.errors import RunLeaseHeld
 from feedmd.settings import Settings
-from feedmd.store.schema import Connected, transaction
+from feedmd.store.dialect import database_errors
+from feedmd.store.schema import Connected, Connection, connect, inserted_id, transaction
 from feedmd.timeutil import iso, parse_iso, utcnow
 
 HOST = socket.gethostname()
@@ -93,12 +93,12 @@ class Leases(Connected):
                     f" until {first.expires_at})",
                     first,
                 )
-            cursor = conn.execute(
+            run_id = inserted_id(
+                conn,
                 "INSERT INTO runs (started_at, as_of, status, settings_json)"
                 " VALUES (?, ?, 'running', ?)",
                 (iso(clock), iso(now), json.dumps(settings.describe(), sort_keys=True)),
             )
-            run_id = int(cursor.lastrowid or 0)
             ids = tuple(org_ids.values())
             marks = ",".join("?" * len(ids))
             conn.execute(f"DELETE FROM run_leases WHERE org_id IN ({marks})", ids)
@@ -147,9 +147,7 @@ class Leases(Connected):
             recovered_runs=recovered_runs,
         )
 
-    def _abandon_dead_runs(
-        self, conn: sqlite3.Connection, run_id: int, clock: datetime
-    ) -> tuple[int, ...]:
+    def _abandon_dead_runs(self, conn: Connection, run_id: int, clock: datetime) -> tuple[int, ...]:
         """Mark 'abandoned' every run left 'running' that no live lease holds: its process
         was killed (SIGKILL, power loss) before it could record an end."""
         live = {holder.run_id for holder in _lease_holders(conn) if holder.alive(clock)}
@@ -172,7 +170,8 @@ class Leases(Connected):
         must not lose the lease). Uses its own connection; a busy store skips one beat."""
         if not path:
             return  # an in-memory store cannot be shared with another process anyway
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        db = connect(path)  # its own connection, on the store's backend
+        conn = db.conn
         try:
             while not stop.wait(lease.ttl_seconds / 3):
                 expires = iso(utcnow() + timedelta(seconds=lease.ttl_seconds))
@@ -181,10 +180,10 @@ class Leases(Connected):
                         "UPDATE run_leases SET expires_at = ? WHERE owner = ?",
                         (expires, lease.owner),
                     )
-                except sqlite3.Error:
+                except database_errors():
                     continue
         finally:
-            conn.close()
+            db.close()
 
     def release_lease(self, lease: RunLease, completed: bool) -> None:
         """Give the lease back; after a completed run, record which dead runs it recovered."""
@@ -229,7 +228,7 @@ def process_exists(pid: int) -> bool:
     return True
 
 
-def _lease_holders(conn: sqlite3.Connection) -> list[LeaseHolder]:
+def _lease_holders(conn: Connection) -> list[LeaseHolder]:
     return [
         LeaseHolder(*row)
         for row in conn.execute(

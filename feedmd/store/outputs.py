@@ -6,13 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from feedmd.store.schema import Connected, chunks, transaction
+from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso, parse_iso
 
 TOKEN_PREFIX = "fmd_"
@@ -97,7 +96,7 @@ _ITEM_SELECT = (
 )
 
 
-def _with_duplicates(conn: sqlite3.Connection, rows: list[Any]) -> list[OutputItem]:
+def _with_duplicates(conn: Connection, rows: list[Any]) -> list[OutputItem]:
     also: dict[int, list[AlsoPublished]] = {row[0]: [] for row in rows}
     for chunk in chunks(list(also)):
         marks = ",".join("?" * len(chunk))
@@ -169,13 +168,13 @@ class Outputs(Connected):
         """Record items as delivered to ``target`` (once per item and target); return how many
         were new deliveries."""
         with transaction(self._db) as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
-                " created_at, delivered_at) VALUES (?, ?, ?, 'delivered', 1, ?, ?)",
+            cursor = conn.executemany(
+                "INSERT INTO deliveries (item_id, run_id, target, status, attempts,"
+                " created_at, delivered_at) VALUES (?, ?, ?, 'delivered', 1, ?, ?)"
+                " ON CONFLICT DO NOTHING",
                 [(item_id, run_id, target, iso(now), iso(now)) for item_id in item_ids],
             )
-            return conn.total_changes - before
+            return cursor.rowcount
 
     def list_feeds(self) -> list[FeedRow]:
         """Every stored feed, by name."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.store.claims import skip_locked
-from feedmd.store.schema import Connected, chunks, transaction
+from feedmd.store.claims import claiming, skip_locked
+from feedmd.store.schema import Connected, chunks, inserted_id, transaction
 from feedmd.timeutil import iso, parse_iso
 
 WEBHOOK_TARGET = "webhook:"
@@ -272,16 +272,15 @@ class Queue(Connected):
         ]
         created, deadline = iso(now), iso(now + timedelta(hours=retry_hours))
         with transaction(self._db) as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
+            cursor = conn.executemany(
+                "INSERT INTO deliveries (item_id, run_id, target, status, attempts,"
                 " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at,"
                 " override_id)"
                 " SELECT ?1, run_id, ?2, 'pending', 0, ?6, ?3, ?4, ?5, ?6, ?7, ?8"
-                " FROM items WHERE id = ?1",
+                " FROM items WHERE id = ?1 ON CONFLICT DO NOTHING",
                 [(*row, created, deadline, override_id) for row in rows],
             )
-            return conn.total_changes - before
+            return cursor.rowcount
 
     def enqueue_batches(
         self,
@@ -299,10 +298,12 @@ class Queue(Connected):
         new = 0
         with transaction(self._db) as conn:
             for endpoint_id, run_id, message_id, payload, item_ids in batches:
-                cursor = conn.execute(
-                    "INSERT OR IGNORE INTO deliveries (item_id, run_id, target, status, attempts,"
+                delivery_id = inserted_id(
+                    conn,
+                    "INSERT INTO deliveries (item_id, run_id, target, status, attempts,"
                     " created_at, endpoint_id, message_id, payload, next_attempt_at, deadline_at,"
-                    " batch, override_id) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, 1, ?)",
+                    " batch, override_id) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?, 1, ?)"
+                    " ON CONFLICT DO NOTHING",
                     (
                         min(item_ids),
                         run_id,
@@ -316,12 +317,12 @@ class Queue(Connected):
                         override_id,
                     ),
                 )
-                if cursor.rowcount != 1:
+                if delivery_id is None:
                     continue
                 new += 1
                 conn.executemany(
                     "INSERT INTO webhook_batch_items (delivery_id, item_id) VALUES (?, ?)",
-                    [(cursor.lastrowid, item_id) for item_id in sorted(set(item_ids))],
+                    [(delivery_id, item_id) for item_id in sorted(set(item_ids))],
                 )
         return new
 
@@ -364,7 +365,7 @@ class Queue(Connected):
         step 6 beside a worker) never take the same message, and neither waits for the
         other on PostgreSQL (``FOR UPDATE SKIP LOCKED``); a crash mid-attempt only delays
         the message to ``until``, when it is sent again with the same id."""
-        with transaction(self._db) as conn:
+        with claiming(self._db) as conn:
             row = conn.execute(
                 "UPDATE deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM deliveries"
                 " WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?"
@@ -446,7 +447,7 @@ class Queue(Connected):
             " (SELECT COUNT(*) FROM webhook_batch_items b WHERE b.delivery_id = d.id)"
             " FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id"
             " JOIN items i ON i.id = d.item_id"
-            " WHERE (?1 IS NULL OR d.status = ?1) ORDER BY d.id DESC LIMIT ?2",
+            " WHERE (CAST(?1 AS TEXT) IS NULL OR d.status = ?1) ORDER BY d.id DESC LIMIT ?2",
             (status, limit),
         ).fetchall()
         return [

@@ -9,7 +9,6 @@ record change together, or not at all.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from feedmd.models import Candidate, Decision, Entry
 from feedmd.stages.retry import DueRetry, RetryBatch
 from feedmd.store.runs import _item_refs
-from feedmd.store.schema import Connected, chunks, transaction
+from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso, parse_iso
 
 # How many attempts an item's evidence lists (explain shows them); all stay in
@@ -131,7 +130,7 @@ class Retries(Connected):
 
     def _write_retries(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         run_id: int,
         batch: RetryBatch,
         decisions: Mapping[str, Decision],
@@ -206,7 +205,7 @@ class Retries(Connected):
 
     def _recover(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         run_id: int,
         item_id: int,
         decision: Decision,
@@ -245,7 +244,7 @@ class Retries(Connected):
             ),
         )
 
-    def _note_attempts(self, conn: sqlite3.Connection, item_id: int) -> None:
+    def _note_attempts(self, conn: Connection, item_id: int) -> None:
         """Copy the item's retry record into its evidence (``retries``), so ``feedmd
         explain`` and the review page show the attempts with the decision."""
         state = conn.execute(

@@ -6,7 +6,6 @@ half-stored batch, no feed whose ETag says "seen" while its entries were lost.""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +20,7 @@ from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
 from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
-from feedmd.store.schema import Connected, to_signed64, transaction
+from feedmd.store.schema import Connected, Connection, inserted_id, to_signed64, transaction
 from feedmd.timeutil import iso
 
 
@@ -79,7 +78,8 @@ class RunWrites(Connected):
                     )
             for org in config.orgs:
                 conn.execute(
-                    "INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)", (org, now)
+                    "INSERT INTO orgs (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (org, now),
                 )
             for feed in config.feeds:
                 org_id = self._org_id(feed.org)
@@ -101,12 +101,15 @@ class RunWrites(Connected):
     def start_run(self, now: datetime, started: datetime, settings: Settings) -> int:
         """Record a run as started (committed at once, so a crash leaves a trace)."""
         with transaction(self._db) as conn:
-            cursor = conn.execute(
-                "INSERT INTO runs (started_at, as_of, status, settings_json)"
-                " VALUES (?, ?, 'running', ?)",
-                (iso(started), iso(now), json.dumps(settings.describe(), sort_keys=True)),
+            return (
+                inserted_id(
+                    conn,
+                    "INSERT INTO runs (started_at, as_of, status, settings_json)"
+                    " VALUES (?, ?, 'running', ?)",
+                    (iso(started), iso(now), json.dumps(settings.describe(), sort_keys=True)),
+                )
+                or 0
             )
-            return int(cursor.lastrowid or 0)
 
     def fail_run(self, run_id: int, finished: datetime, error: str) -> None:
         """Mark a run failed (an unexpected error; nothing of its batch was stored)."""
@@ -161,34 +164,37 @@ class RunWrites(Connected):
                 decision = stage2.get(candidate.key) or stage1.decisions[candidate.key]
                 matched_id = decision.matched.item_id if decision.matched else None
                 body_id = body_ids.get((entry.org, candidate.page_key))
-                cursor = conn.execute(
-                    f"INSERT INTO items (run_id, feed_id, org_id, {ENTRY_COLUMNS}, stage,"
-                    " decision, rule, score, threshold, matched_item_id, evidence_json, error,"
-                    " window_hours, scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        feed_ids[entry.feed],
-                        org_ids[entry.org],
-                        *entry_values(candidate),
-                        decision.stage,
-                        decision.decision,
-                        decision.rule,
-                        decision.score,
-                        decision.threshold,
-                        matched_id,
-                        json.dumps(
-                            {**stage1.decisions[candidate.key].evidence, **decision.evidence},
-                            ensure_ascii=False,
-                            sort_keys=True,
+                item_id = (
+                    inserted_id(
+                        conn,
+                        f"INSERT INTO items (run_id, feed_id, org_id, {ENTRY_COLUMNS}, stage,"
+                        " decision, rule, score, threshold, matched_item_id, evidence_json, error,"
+                        " window_hours, scope, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                        " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            run_id,
+                            feed_ids[entry.feed],
+                            org_ids[entry.org],
+                            *entry_values(candidate),
+                            decision.stage,
+                            decision.decision,
+                            decision.rule,
+                            decision.score,
+                            decision.threshold,
+                            matched_id,
+                            json.dumps(
+                                {**stage1.decisions[candidate.key].evidence, **decision.evidence},
+                                ensure_ascii=False,
+                                sort_keys=True,
+                            ),
+                            decision.error,
+                            settings.dedup_window_hours,
+                            settings.dedup_scope,
+                            body_id if decision.stage != "stage1" else None,
                         ),
-                        decision.error,
-                        settings.dedup_window_hours,
-                        settings.dedup_scope,
-                        body_id if decision.stage != "stage1" else None,
-                    ),
+                    )
+                    or 0
                 )
-                item_id = int(cursor.lastrowid or 0)
                 ids[candidate.key] = item_id
                 if decision.decision == "kept":
                     kept.append(item_id)
@@ -222,7 +228,7 @@ class RunWrites(Connected):
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
     def _update_feed(
-        self, conn: sqlite3.Connection, result: FeedResult, now: datetime, settings: Settings
+        self, conn: Connection, result: FeedResult, now: datetime, settings: Settings
     ) -> None:
         if result.status == "deferred":
             return  # left for the next run: its fetch state stays as it was
@@ -256,7 +262,7 @@ class RunWrites(Connected):
 
     def _record_lines(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         pages: Mapping[tuple[str, str], Page],
         body_ids: Mapping[tuple[str, str], int],
     ) -> None:
@@ -268,14 +274,12 @@ class RunWrites(Connected):
             host = host_of(page.url)
             rows += [(body_ids[key], org_id, host, line) for line in set(page.line_keys)]
         conn.executemany(
-            "INSERT OR IGNORE INTO body_lines (body_id, org_id, host, line_key)"
-            " VALUES (?, ?, ?, ?)",
+            "INSERT INTO body_lines (body_id, org_id, host, line_key)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             rows,
         )
 
-    def _upsert_body(
-        self, conn: sqlite3.Connection, page: Page, version: str, now: datetime
-    ) -> int:
+    def _upsert_body(self, conn: Connection, page: Page, version: str, now: datetime) -> int:
         if page.body_id is not None:
             if page.stale:
                 with bodies_changing(conn, [page.body_id]):
@@ -294,7 +298,7 @@ class RunWrites(Connected):
         )
 
     def _write_body(
-        self, conn: sqlite3.Connection, org_id: int, page: Page, version: str, now: datetime
+        self, conn: Connection, org_id: int, page: Page, version: str, now: datetime
     ) -> None:
         conn.execute(
             "INSERT INTO bodies (org_id, url_hash, url, fetched_at, http_status, content_type,"
@@ -351,8 +355,9 @@ class RunWrites(Connected):
             return
         with transaction(self._db) as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO link_resolutions (link, url, method, resolved_at)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO link_resolutions (link, url, method, resolved_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (link) DO UPDATE SET url = excluded.url,"
+                " method = excluded.method, resolved_at = excluded.resolved_at",
                 rows,
             )
 

@@ -1,6 +1,7 @@
-"""Connect to the SQLite store, run transactions, apply migrations.
+"""Connect to the store, run transactions, apply migrations.
 
-The store is one SQLite file in WAL mode with foreign keys on. Migrations are the files
+The store is one SQLite file in WAL mode with foreign keys on (the default), or a
+PostgreSQL database named by a ``postgresql://`` URL (``dialect.py``). Migrations are the files
 ``migrations/NNNN_name.sql``, applied in order when the store is opened, each inside one
 explicit transaction together with its row in ``schema_migrations`` (``executescript``
 would commit first, NOTES.md), so a failing migration leaves nothing half-applied.
@@ -24,6 +25,16 @@ import sqlite_utils
 
 from feedmd.errors import MigrationError, StoreError
 from feedmd.resources import data_dir
+from feedmd.store.dialect import (
+    POSTGRESQL,
+    PgConnection,
+    PgDatabase,
+    backend_of,
+    database_errors,
+    dialect_of,
+    sqlite_path,
+    translate_ddl,
+)
 from feedmd.timeutil import iso
 
 # How long a write waits for another writer (serve beside run, two runs' leases): a run's
@@ -35,28 +46,41 @@ BUSY_TIMEOUT_MS = 30_000
 CHUNK = 500
 
 T = TypeVar("T")
+# What the store modules execute SQL on: sqlite3's connection or its PostgreSQL twin.
+Connection = sqlite3.Connection | PgConnection
 
 
 @dataclass(frozen=True)
 class Migration:
-    """One migration file: its name (file stem) and SQL text."""
+    """One migration file: its name (file stem) and SQL text, and the PostgreSQL text of
+    ``migrations/postgresql/NAME.sql`` when the SQLite text cannot be translated
+    (``dialect.translate_ddl``)."""
 
     name: str
     sql: str
+    postgresql: str | None = None
 
 
 def available_migrations(folder: Path | None = None) -> list[Migration]:
     """Return the migrations shipped with feedmd, in the order they apply."""
     folder = folder or data_dir("migrations")
-    return [
-        Migration(path.stem, path.read_text(encoding="utf-8"))
-        for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]_*.sql"))
-    ]
+    migrations = []
+    for path in sorted(folder.glob("[0-9][0-9][0-9][0-9]_*.sql")):
+        override = folder / POSTGRESQL / path.name
+        postgresql = override.read_text(encoding="utf-8") if override.is_file() else None
+        migrations.append(Migration(path.stem, path.read_text(encoding="utf-8"), postgresql))
+    return migrations
 
 
-def connect(path: str | Path) -> sqlite_utils.Database:
-    """Open (creating if needed) the SQLite file without migrating it."""
-    path = Path(path)
+Database = sqlite_utils.Database | PgDatabase
+
+
+def connect(database: str | Path) -> Database:
+    """Open the store without migrating it: a ``postgresql://`` URL on PostgreSQL, else
+    the SQLite file at the path (or ``sqlite:///path``), created if needed."""
+    if backend_of(str(database)) == POSTGRESQL:
+        return PgDatabase(str(database))
+    path = Path(sqlite_path(str(database)))
     if str(path) != ":memory:" and not path.parent.exists():
         raise StoreError(f"{path}: the folder {path.parent} does not exist")
     try:
@@ -85,12 +109,14 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
-def open_database(
-    path: str | Path, migrations: list[Migration] | None = None
-) -> sqlite_utils.Database:
+def open_database(database: str | Path, migrations: list[Migration] | None = None) -> Database:
     """Open the database and apply every pending migration; return it."""
-    db = connect(path)
-    apply_migrations(db, migrations)
+    db = connect(database)
+    try:
+        apply_migrations(db, migrations)
+    except BaseException:
+        db.close()  # the caller gets no handle to close
+        raise
     return db
 
 
@@ -110,16 +136,40 @@ def to_unsigned64(value: int) -> int:
     return value + (1 << 64) if value < 0 else value
 
 
+def inserted_id(conn: Connection, sql: str, params: Sequence[object]) -> int | None:
+    """Run an INSERT with ``RETURNING id`` appended; the new row's id, or None when the
+    insert did nothing (``ON CONFLICT DO NOTHING``). Portable where ``lastrowid`` is not,
+    and read to the end so no statement stays open in the transaction."""
+    rows = conn.execute(f"{sql} RETURNING id", params).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the store has this table (a store opened before the migration that adds it)."""
+    if isinstance(conn, PgConnection):
+        sql = "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?"
+    else:
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(sql, (name,)).fetchone() is not None
+
+
 class Connected:
     """The one connection the parts of a ``Store`` share; private to ``feedmd/store/``."""
 
-    def __init__(self, db: sqlite_utils.Database) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._conn: sqlite3.Connection = db.conn
+        self._conn: Connection = db.conn
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return dialect_of(self._conn)
 
     @property
     def path(self) -> str:
-        """The store's file path ('' for an in-memory store)."""
+        """The store's file path ('' for an in-memory store), or its PostgreSQL URL."""
+        if isinstance(self._conn, PgConnection):
+            return self._conn.url
         row = self._conn.execute("PRAGMA database_list").fetchone()
         return str(row[2] or "")
 
@@ -141,8 +191,9 @@ class Connected:
 
 
 @contextmanager
-def transaction(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
-    """Run the block in one IMMEDIATE transaction: all of it is committed or none of it."""
+def transaction(db: Database) -> Iterator[Connection]:
+    """Run the block in one IMMEDIATE transaction: all of it is committed or none of it
+    (on PostgreSQL: under the store's writer lock, ``dialect.PgConnection``)."""
     conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -154,27 +205,41 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-def _ensure_migrations_table(db: sqlite_utils.Database) -> None:
-    db.conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+def _ensure_migrations_table(db: Database) -> None:
+    with transaction(db) as conn:  # serialised: two processes may create it together
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
 
 
-def applied_migrations(db: sqlite_utils.Database) -> dict[str, str]:
+def applied_migrations(db: Database) -> dict[str, str]:
     """Return {migration name: applied_at} for the migrations already in this store."""
     _ensure_migrations_table(db)
     return dict(db.conn.execute("SELECT name, applied_at FROM schema_migrations"))
 
 
-def apply_migrations(
-    db: sqlite_utils.Database, migrations: list[Migration] | None = None
-) -> list[str]:
+def _run_migration(conn: Connection, migration: Migration) -> None:
+    """Execute one migration's statements on this connection's backend."""
+    if isinstance(conn, PgConnection):
+        script = migration.postgresql
+        if script is None:
+            try:
+                script = translate_ddl(migration.sql, migration.name)
+            except ValueError as exc:
+                raise MigrationError(str(exc)) from None
+        conn.execute_script(script)
+        return
+    for statement in split_statements(migration.sql):
+        conn.execute(statement)
+
+
+def apply_migrations(db: Database, migrations: list[Migration] | None = None) -> list[str]:
     """Apply pending migrations in order, each in its own transaction; return their names."""
     migrations = available_migrations() if migrations is None else migrations
     try:
         done = applied_migrations(db)
-    except sqlite3.DatabaseError as exc:
+    except database_errors() as exc:
         raise StoreError(f"cannot read the store: {exc}") from None
     applied: list[str] = []
     for migration in migrations:
@@ -187,13 +252,12 @@ def apply_migrations(
                     "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
                 ).fetchone():
                     continue
-                for statement in split_statements(migration.sql):
-                    conn.execute(statement)
+                _run_migration(conn, migration)
                 conn.execute(
                     "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                     (migration.name, iso(datetime.now().astimezone())),
                 )
-        except sqlite3.DatabaseError as exc:
+        except database_errors() as exc:
             raise MigrationError(
                 f"migration {migration.name} failed and was rolled back: {exc}"
             ) from None
@@ -218,3 +282,34 @@ def split_statements(sql: str) -> list[str]:
 
 def _only_comments(text: str) -> bool:
     return all(not line.strip() or line.strip().startswith("--") for line in text.splitlines())
+
+
+# Bookkeeping of each backend, not data of the store.
+_NOT_DATA = {"schema_migrations", "sqlite_sequence"}
+
+
+def table_order() -> list[str]:
+    """The store's tables, each after every table it references: the shipped migrations'
+    foreign keys, read from a scratch in-memory SQLite store (so a table a new migration
+    adds is placed without a list to keep up to date). For copying a store."""
+    db = open_database(":memory:")
+    try:
+        conn = db.conn
+        names = [
+            row[0]
+            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if row[0] not in _NOT_DATA
+        ]
+        needs = {
+            name: {row[2] for row in conn.execute(f"PRAGMA foreign_key_list({name})")} - {name}
+            for name in sorted(names)
+        }
+    finally:
+        db.close()
+    order: list[str] = []
+    while len(order) < len(needs):
+        ready = [name for name in needs if name not in order and needs[name] <= set(order)]
+        if not ready:
+            raise StoreError(f"the schema's foreign keys form a cycle among {sorted(needs)}")
+        order += ready
+    return order

@@ -15,7 +15,7 @@ from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.store.keys import add_item_keys, keys_dirty
 from feedmd.store.runs import ENTRY_COLUMNS, entry_values
-from feedmd.store.schema import Connected, transaction
+from feedmd.store.schema import Connected, inserted_id, transaction
 from feedmd.timeutil import iso
 
 
@@ -40,25 +40,26 @@ class Seeding(Connected):
         stamp = iso(now)
         ids: list[int] = []
         with transaction(self._db) as conn:
-            run_id = conn.execute(
+            run_id = inserted_id(
+                conn,
                 "INSERT INTO runs (started_at, as_of, status, settings_json)"
                 " VALUES (?, ?, 'ok', ?)",
                 (stamp, stamp, json.dumps(settings.describe(), sort_keys=True)),
-            ).lastrowid
+            )
             orgs: dict[str, int] = {}
             feeds: dict[str, int] = {}
             for item in items:
                 entry = item.candidate.entry
                 if entry.org not in orgs:
                     conn.execute(
-                        "INSERT OR IGNORE INTO orgs (name, created_at) VALUES (?, ?)",
+                        "INSERT INTO orgs (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                         (entry.org, stamp),
                     )
                     orgs[entry.org] = self._org_id(entry.org)
                 if entry.feed not in feeds:
                     conn.execute(
-                        "INSERT OR IGNORE INTO feeds (org_id, name, url, poll_minutes)"
-                        " VALUES (?, ?, ?, 60)",
+                        "INSERT INTO feeds (org_id, name, url, poll_minutes)"
+                        " VALUES (?, ?, ?, 60) ON CONFLICT DO NOTHING",
                         (orgs[entry.org], entry.feed, f"https://{entry.feed}.invalid/feed"),
                     )
                     feeds[entry.feed] = int(
@@ -69,7 +70,8 @@ class Seeding(Connected):
                 body_id = None
                 page = item.page
                 if page is not None:
-                    body_id = conn.execute(
+                    body_id = inserted_id(
+                        conn,
                         "INSERT INTO bodies (org_id, url_hash, url, fetched_at, http_status,"
                         " content_type, markdown, prose, prose_chars, digest, no_digest_reason,"
                         " extractor, settings_version, shingles)"
@@ -88,7 +90,7 @@ class Seeding(Connected):
                             version,
                             page.shingles,
                         ),
-                    ).lastrowid
+                    )
                 ids.append(self._seed_one(run_id, feeds, orgs, item, body_id, settings))
             add_item_keys(
                 conn, [i for i, item in zip(ids, items, strict=True) if item.decision == "kept"]
@@ -114,7 +116,8 @@ class Seeding(Connected):
         stage = "stage2" if body_id is not None else "stage1"
         if item.decision == "failed":
             stage = "scrape"
-        cursor = self._conn.execute(
+        item_id = inserted_id(
+            self._conn,
             f"INSERT INTO items (run_id, feed_id, org_id, {ENTRY_COLUMNS}, stage, decision,"
             " matched_item_id, window_hours, scope, body_id)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -131,4 +134,4 @@ class Seeding(Connected):
                 body_id,
             ),
         )
-        return int(cursor.lastrowid or 0)
+        return item_id or 0

@@ -21,6 +21,8 @@ from feedmd.pipeline import run
 from feedmd.store import Store
 from feedmd.store.outputs import FeedRow
 
+pytestmark = pytest.mark.both_backends
+
 POPE = "Pope Leo to undergo surgery for small growth on his lung"
 FERRY = "Harbour council approves new ferry terminal budget"
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -184,7 +186,7 @@ def test_raw_html_from_pages_is_escaped(markdown: str) -> None:
 
 def test_export_writes_json_and_atom(site: Site, store: Store, tmp_path: Path) -> None:
     newsday(site, store, tmp_path)
-    db = str(tmp_path / "feedmd.db")
+    db = store.path
     runner = CliRunner()
     out = tmp_path / "export.json"
     result = runner.invoke(export_command, ["--feed", "a", "-o", str(out), "--db", db])
@@ -208,7 +210,7 @@ def test_export_writes_json_and_atom(site: Site, store: Store, tmp_path: Path) -
 
 def test_export_names_what_is_wrong(site: Site, store: Store, tmp_path: Path) -> None:
     newsday(site, store, tmp_path)
-    db = str(tmp_path / "feedmd.db")
+    db = store.path
     runner = CliRunner()
     missing = runner.invoke(export_command, ["--feed", "nope", "--db", db])
     assert missing.exit_code == 1 and "no feed named 'nope'" in missing.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from conftest import (
     FeedItemSpec,
     Site,
@@ -24,6 +25,8 @@ from feedmd.stages.bodies import containment, unpack
 from feedmd.stages.scrape import fingerprint
 from feedmd.stages.stage1 import prepare
 from feedmd.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 SETTINGS = Settings()
 BODIES = fixture_bodies()

@@ -1,0 +1,152 @@
+"""A PostgreSQL server for the tests: the one named by ``FEEDMD_TEST_POSTGRES``, else a
+throwaway cluster started here in a temporary folder and stopped at the end of the session.
+
+Each test gets its own database (``fresh_database``): a copy of a template, empty or
+already migrated, made by ``CREATE DATABASE ... TEMPLATE`` (a file copy on the server, far
+cheaper than migrating each time), dropped when the test ends.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+ENV = "FEEDMD_TEST_POSTGRES"
+INSTALL_HINT = (
+    "the PostgreSQL tests need a server: install PostgreSQL (Debian / Ubuntu: "
+    "apt-get install postgresql; the tests then start a throwaway cluster themselves) or set "
+    f"{ENV}=postgresql://USER@HOST:PORT/DB to a server where USER may create databases"
+)
+
+
+class PostgresUnavailable(RuntimeError):
+    """No server is named and none can be started here."""
+
+
+def _bin_dir() -> Path:
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).resolve().parent
+    raise PostgresUnavailable(f"no initdb found; {INSTALL_HINT}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresServer:
+    """A running server, the admin URL of its ``postgres`` database, and fresh databases."""
+
+    def __init__(self) -> None:
+        # under /tmp, not pytest's 0700 folder: the server runs as the postgres user
+        self._folder = Path(tempfile.mkdtemp(prefix="feedmd-pg-"))
+        self._data: Path | None = None
+        self._counter = itertools.count(1)
+        # per process: parallel sessions (xdist workers) on one named server do not collide
+        self._empty = f"feedmd_tpl_{os.getpid()}_empty"
+        self._migrated = f"feedmd_tpl_{os.getpid()}_migrated"
+        named = os.environ.get(ENV, "").strip()
+        self.admin_url = named or self._start()
+        self._prepare_templates()
+
+    def _as_postgres(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        if os.geteuid() == 0:  # the server refuses to run as root
+            command = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(map(_quote, args))]
+        else:
+            command = args
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    def _start(self) -> str:
+        bin_dir = _bin_dir()
+        self._folder.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self._folder, "postgres")
+        self._data = self._folder / "data"
+        done = self._as_postgres(
+            [str(bin_dir / "initdb"), "-D", str(self._data), "-A", "trust", "-U", "postgres"]
+        )
+        if done.returncode:
+            raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()}; {INSTALL_HINT}")
+        port = _free_port()
+        # fsync off: a throwaway test cluster, lost on a crash by design
+        options = f"-p {port} -k {self._folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        done = self._as_postgres(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(self._data),
+                "-o",
+                options,
+                "-l",
+                str(self._folder / "server.log"),
+                "-w",
+                "start",
+            ]
+        )
+        if done.returncode:
+            log = (self._folder / "server.log").read_text(errors="replace")[-2000:]
+            raise PostgresUnavailable(f"pg_ctl start failed: {done.stderr.strip()}\n{log}")
+        self._pg_ctl = bin_dir / "pg_ctl"
+        return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    def _admin(self) -> psycopg.Connection:
+        return psycopg.connect(self.admin_url, autocommit=True)
+
+    def _prepare_templates(self) -> None:
+        from feedmd.store import open_store
+
+        with self._admin() as conn:
+            for name in (self._empty, self._migrated):
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+        open_store(self.url(self._migrated)).close()
+
+    def url(self, name: str) -> str:
+        """The URL of database ``name`` on this server."""
+        base, _, _ = self.admin_url.rpartition("/")
+        return f"{base}/{name}"
+
+    def fresh_database(self, migrated: bool = False) -> str:
+        """Create a new database (empty, or with every migration applied); its URL."""
+        name = f"feedmd_test_{os.getpid()}_{next(self._counter)}"
+        with self._admin() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(
+                f"CREATE DATABASE {name} TEMPLATE {self._migrated if migrated else self._empty}"
+            )
+        return self.url(name)
+
+    def drop(self, url: str) -> None:
+        """Drop a database made by ``fresh_database`` (connections still open are ended)."""
+        name = url.rpartition("/")[2]
+        with self._admin() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def stop(self) -> None:
+        """Stop the cluster this object started (a named server is left running, less the
+        templates made here)."""
+        if self._data is None:
+            for name in (self._empty, self._migrated):
+                self.drop(self.url(name))
+        else:
+            self._as_postgres([str(self._pg_ctl), "-D", str(self._data), "-m", "fast", "stop"])
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
