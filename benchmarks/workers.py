@@ -14,7 +14,12 @@
    count, the runs each worker did, and peak memory per worker (its own ``ru_maxrss``).
    ``--rounds`` repeats and reports medians.
 
-The database is SQLite in a temporary folder; every worker on one machine shares its file.
+``--database``: ``sqlite`` (a file in a temporary folder, shared by the workers),
+``postgresql`` (a throwaway PostgreSQL cluster started as the tests start theirs,
+``tests/pg_server.py``: Debian's ``postgresql`` package or ``initdb`` on the PATH), or a
+``postgresql://`` URL of a server where the user may create databases. Each worker count gets
+a fresh database (on PostgreSQL a copy of an empty template); several backends, comma-separated,
+are measured side by side.
 """
 
 from __future__ import annotations
@@ -44,11 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=15, help="seed of prose and delays")
     parser.add_argument("--rounds", type=int, default=1, help="repetitions (medians reported)")
+    parser.add_argument(
+        "--database",
+        default="sqlite",
+        help="sqlite, postgresql (a throwaway cluster) or a postgresql:// URL; comma-separated "
+        "for several",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run every worker count ``--rounds`` times and print the figures."""
+    """Run every worker count on every backend ``--rounds`` times and print the figures."""
     sys.path.insert(0, str(TESTS))
     from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
@@ -56,6 +67,7 @@ def main(args: argparse.Namespace) -> int:
     from feedmd.fixture_server import FixtureServer
 
     counts = [int(n) for n in args.workers.split(",")]
+    backends = [name.strip() for name in args.database.split(",")]
     low, high = (float(ms) / 1000 for ms in args.delay_ms.split(","))
     feeds = args.orgs * args.feeds_per_org
     with tempfile.TemporaryDirectory(prefix="feedmd-workers-") as folder:
@@ -65,23 +77,27 @@ def main(args: argparse.Namespace) -> int:
         ).build()
         secret = webhooks.new_secret()
         receiver = Receiver(secret)
-        rounds: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+        stores = {name: _Databases(name, root) for name in backends}
+        rounds = {name: {n: [] for n in counts} for name in backends}
+        env = {**os.environ, SECRET_ENV: secret}
         try:
             with FixtureServer(root / "site") as server:
-                for round_number in range(args.rounds):
-                    for count in counts:
-                        database = root / f"r{round_number}-w{count}.db"
-                        config = root / f"r{round_number}-w{count}.toml"
-                        config.write_text(
-                            network.config_toml(str(database), server.proxy_url, receiver.url)
-                        )
-                        env = {**os.environ, SECRET_ENV: secret}
-                        rounds[count].append(_measure(config, count, feeds, env))
+                for _ in range(args.rounds):
+                    for name in backends:
+                        for count in counts:
+                            database = stores[name].fresh()
+                            config = root / "feedmd.toml"
+                            config.write_text(
+                                network.config_toml(database, server.proxy_url, receiver.url)
+                            )
+                            rounds[name][count].append(_measure(config, count, feeds, env))
+                            stores[name].drop(database)
         finally:
             receiver.stop()
-    results = _summarise(rounds, counts, feeds)
+            for databases in stores.values():
+                databases.close()
+    results = {name: _summarise(rounds[name], counts, feeds) for name in backends}
     report = {
-        "database": "sqlite",
         "feeds": feeds,
         "orgs": args.orgs,
         "entries": len(network.entries),
@@ -94,13 +110,51 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        for row in results:
-            print(
-                f"{row['workers']} workers: {row['feeds_per_min']:.0f} feeds/min "
-                f"(x{row['ratio']:.2f}), wall {row['wall_s']:.1f} s, "
-                f"peak {row['peak_mb_max']:.0f} MB per worker"
-            )
+        for name, rows in results.items():
+            for row in rows:
+                print(
+                    f"{name}: {row['workers']} workers: {row['feeds_per_min']:.0f} feeds/min "
+                    f"(x{row['ratio']:.2f}), wall {row['wall_s']:.1f} s, "
+                    f"peak {row['peak_mb_max']:.0f} MB per worker"
+                )
     return 0
+
+
+class _Databases:
+    """Fresh databases of one backend: SQLite files in ``root``, or PostgreSQL databases on a
+    throwaway cluster (``postgresql``) or on the server of a ``postgresql://`` URL."""
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        self.count = 0
+        self.server: Any = None
+        if name == "sqlite":
+            return
+        if not name.startswith(("postgresql", "postgres://")):
+            raise SystemExit(f"--database: sqlite, postgresql or a postgresql:// URL, not {name}")
+        from pg_server import ENV, PostgresServer
+
+        if name.startswith(("postgresql://", "postgres://")):
+            os.environ[ENV] = name  # the server where fresh databases are made
+        self.server = PostgresServer()
+
+    def fresh(self) -> str:
+        """A new, empty database."""
+        self.count += 1
+        if self.server is None:
+            return str(self.root / f"bench-{self.count}.db")
+        return str(self.server.fresh_database())
+
+    def drop(self, database: str) -> None:
+        """Remove a database made by ``fresh``."""
+        if self.server is not None:
+            self.server.drop(database)
+
+    def close(self) -> None:
+        """Stop the throwaway cluster (a named server is left running)."""
+        if self.server is not None:
+            self.server.stop()
 
 
 def _measure(config: Path, count: int, feeds: int, env: dict[str, str]) -> dict[str, Any]:

@@ -70,6 +70,7 @@ def worker_command(
     --http-only` beside workers to serve the feeds.
     """
     from feedmd.scheduler import configure_logging
+    from feedmd.store import display_database
     from feedmd.worker import Worker, WorkerOptions, default_worker_id
 
     poll = kwargs.pop("worker_poll_seconds")
@@ -87,7 +88,7 @@ def worker_command(
     _stop_on_signals(stop)
     configure_logging()
     worker = Worker(config, options, stop)
-    click.echo(f"worker {options.worker_id} on {config.database}", err=True)
+    click.echo(f"worker {options.worker_id} on {display_database(config.database)}", err=True)
     try:
         totals = worker.run()
     except KeyboardInterrupt:
