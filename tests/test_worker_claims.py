@@ -9,12 +9,14 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from feedmd.config import Config, FeedConfig
 from feedmd.models import FeedSpec
 from feedmd.store import OrgClaim, Store, open_store
+from feedmd.store.schema import connect
 from feedmd.timeutil import utcnow
 from feedmd.worker import due_orgs, feeds_to_run
 
@@ -195,3 +197,33 @@ def test_feeds_to_run_are_the_due_ones_longest_waiting_first_up_to_the_limit() -
     assert feeds_to_run(specs, NOW, None) == ["w", "y", "x"]
     assert feeds_to_run(specs, NOW, 2) == ["w", "y"]
     assert feeds_to_run(specs, NOW - timedelta(minutes=2), None) == ["w", "y"]
+
+
+def test_on_postgresql_claims_skip_locked_rows_and_never_wait_for_the_writer_lock(
+    postgres_server: Any,
+) -> None:
+    """Another claimer holding org a's row (mid-claim) makes this claim take b at once,
+    not wait; a writer holding the store's writer lock (another worker storing its run)
+    does not delay a claim either."""
+    url = postgres_server.fresh_database(migrated=True)
+    store, locker = open_store(url), connect(url)
+    try:
+        feeds = tuple(FeedConfig(name=f"{o}-feed", url="http://x.example/f", org=o) for o in ORGS)
+        store.sync_feeds(Config(feeds=feeds))
+        store.add_claim_rows()
+        locker.conn.execute("BEGIN IMMEDIATE")  # the writer lock, as a run's store step
+        locker.conn.execute(
+            "SELECT org_id FROM org_claims WHERE org_id = (SELECT id FROM orgs WHERE name = ?)"
+            " FOR UPDATE",
+            ("a",),
+        ).fetchall()
+        started = time.monotonic()
+        taken = claim(store)
+        assert time.monotonic() - started < 2
+        assert taken is not None and taken.org == "b"  # a comes first, but is locked
+        locker.conn.execute("ROLLBACK")
+        assert claim(store).org == "a"
+    finally:
+        store.close()
+        locker.close()
+        postgres_server.drop(url)
