@@ -185,7 +185,8 @@ class Worker:
     def _run_claimed(self, store: Store, claim: OrgClaim) -> None:
         """Steps 2-4 for a claimed org. The claim is given back whatever happens (a second
         SIGINT interrupting the run included); only a completed run clears a pending
-        recovery, and a failed run holds the org back until its next poll interval."""
+        recovery; a failed run holds the org back until its next poll interval, a run that
+        found the lease held (a ``feedmd run`` beside the workers) for one poll."""
         feeds = self._by_org[claim.org]
         now = self.clock()
         chosen = feeds_to_run(store.feed_specs(f.name for f in feeds), now, self._quota_left())
@@ -207,7 +208,9 @@ class Worker:
             self.totals.delivered += report.webhook_delivered
             log_run(claim.org, names, report, time.monotonic() - started)
         except RunLeaseHeld as held:
+            # a `feedmd run` or `feedmd serve` beside the workers: look again next poll
             self.totals.lease_held += 1
+            held_back = self.clock() + timedelta(seconds=self.config.settings.worker_poll_seconds)
             log.warning("org %s skipped: %s", claim.org, held)
         except Exception:
             self.totals.failed_runs += 1

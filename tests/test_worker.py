@@ -28,7 +28,9 @@ from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
 from feedmd import webhooks
 from feedmd.fixture_server import FixtureServer
+from feedmd.settings import Settings
 from feedmd.store import Store, connect_store, database_exists
+from feedmd.timeutil import utcnow
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL and SIGTERM are POSIX")
 
@@ -307,6 +309,34 @@ def test_a_second_sigint_interrupts_the_run_and_still_gives_everything_back(
     assert leases == 0 and items == 0
     # nothing was stored: the next worker runs every feed
     assert finish(network.start("--once", "--json"))["feeds"] == 18
+    check_network(network, failed=1)
+
+
+def test_an_org_whose_lease_another_run_holds_is_skipped_and_looked_at_next_poll(
+    network: Network,
+) -> None:
+    """A `feedmd run` of org o0 beside the workers (its live lease): a worker that may not
+    wait runs the other orgs, holds o0 back for one poll, and a later pass runs it."""
+    finish(network.start("--once", "--json", "--max-feeds", "1"))  # makes the store
+    store = network.store()
+    try:
+        lease = store.start_leased_run(["o0"], utcnow(), Settings(run_lease_wait_seconds=0))
+        passed = finish(
+            network.start(
+                "--once", "--json", "--run-lease-wait-seconds", "0", "--poll-interval", "1"
+            )
+        )
+        claims = {row.org: row for row in store.org_claim_rows()}
+        store.release_lease(lease, completed=False)
+        store.fail_run(lease.run_id, utcnow(), "a run beside the workers, for the test")
+    finally:
+        store.close()
+    assert passed["lease_held"] == 1 and passed["runs"] == 5
+    assert claims["o0"].owner is None and claims["o0"].not_before is not None
+    assert claims["o1"].not_before is None
+    time.sleep(1)  # one poll of --poll-interval 1
+    after = finish(network.start("--once", "--json", "--poll-interval", "1"))
+    assert after["runs"] == 1 and after["feeds"] == 2
     check_network(network, failed=1)
 
 
