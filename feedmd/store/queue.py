@@ -336,27 +336,6 @@ class Queue(Connected):
             )
         ]
 
-    def due_deliveries(self, endpoint_id: int, now: datetime, limit: int) -> list[PendingDelivery]:
-        """The endpoint's messages due now, oldest first."""
-        rows = self._conn.execute(
-            "SELECT id, item_id, endpoint_id, message_id, payload, attempts, deadline_at"
-            " FROM deliveries WHERE endpoint_id = ? AND status = 'pending'"
-            " AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
-            (endpoint_id, iso(now), limit),
-        ).fetchall()
-        return [
-            PendingDelivery(
-                id=row[0],
-                item_id=row[1],
-                endpoint_id=row[2],
-                message_id=row[3],
-                payload=row[4],
-                attempts=row[5],
-                deadline=parse_iso(row[6]),
-            )
-            for row in rows
-        ]
-
     def claim_next_delivery(
         self, endpoint_id: int, now: datetime, until: datetime
     ) -> PendingDelivery | None:
@@ -384,17 +363,6 @@ class Queue(Connected):
             attempts=row[5],
             deadline=parse_iso(row[6]),
         )
-
-    def claim(self, delivery_id: int, now: datetime, until: datetime) -> bool:
-        """Lease a due message until ``until`` before sending it, so a second delivery pass (the
-        scheduler's beside a run's) skips it; a crash mid-attempt only delays it to ``until``."""
-        with transaction(self._db) as conn:
-            cursor = conn.execute(
-                "UPDATE deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending'"
-                " AND next_attempt_at <= ?",
-                (iso(until), delivery_id, iso(now)),
-            )
-            return cursor.rowcount == 1
 
     def record_delivered(self, delivery_id: int, http_status: int, now: datetime) -> None:
         """The receiver answered 2xx: the message is delivered."""
