@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from feedgen.feed import FeedGenerator
 from markdown_it import MarkdownIt
 
+from feedmd.store.events import EventMember
 from feedmd.store.outputs import FeedRow, OutputItem
 from feedmd.timeutil import iso
 
@@ -189,10 +190,42 @@ def json_item(item: OutputItem) -> dict[str, Any]:
     return document
 
 
+def member_id(member: EventMember) -> str:
+    """The output id of an event member (the same form as ``item_id``)."""
+    return f"feedmd:{member.org}:{member.feed}:{member.item_id}"
+
+
+def event_object(item: OutputItem) -> dict[str, Any] | None:
+    """The item's event as JSON: its id, the canonical item, whether this item is it, how
+    many kept items the event holds, and the other members (up to MEMBERS_SHOWN) with
+    their cosine to the item each joined; None for an item in no event."""
+    event = item.event
+    if event is None:
+        return None
+    canonical = event.canonical
+    return {
+        "id": f"feedmd:{item.org}:event:{event.event_id}",
+        "canonical": {"id": member_id(canonical), "url": canonical.url},
+        "is_canonical": canonical.item_id == item.item_id,
+        "size": event.size,
+        "members": [
+            {
+                "id": member_id(m),
+                "url": m.url,
+                "title": m.title,
+                "publisher": m.publisher,
+                "score": m.score,
+            }
+            for m in event.others
+        ],
+    }
+
+
 def _extension(item: OutputItem) -> dict[str, Any]:
     verdict = item.verdict
     duplicate_of = verdict.possible_duplicate_of
     return {
+        "event": event_object(item),
         "canonical_item_id": item.item_id,
         "entry_id": item.entry_id,
         "org": item.org,
@@ -273,4 +306,7 @@ def atom_feed(meta: FeedMeta, items: Sequence[OutputItem]) -> bytes:
         entry.content(render_html(_content_text(item)), type="html")
         for tag in tags(item):
             entry.category(term=tag)
+        if item.event is not None:  # the other outlets' coverage of the same event
+            for member in item.event.others:
+                entry.link(href=member.url, rel="related", title=member.title)
     return bytes(generator.atom_str(pretty=True))

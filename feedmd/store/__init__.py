@@ -11,6 +11,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     outputs.py  what deliver / serve / export read; delivery records
     queue.py    webhook endpoints and the webhook delivery queue
     audit.py    explain, the review page, reviewers' overrides
+    events.py   event vectors and decisions, the event window, "not the same event"
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
@@ -24,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from feedmd.store.audit import Audit
+from feedmd.store.events import Events
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
@@ -46,7 +48,9 @@ __all__ = [
 ]
 
 
-class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries, Seeding):
+class Store(
+    WindowReads, RunWrites, Leases, Outputs, Queue, Audit, Events, History, Retries, Seeding
+):
     """The SQLite store as feedmd uses it: one object, one private connection."""
 
 
