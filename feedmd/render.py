@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from feedgen.feed import FeedGenerator
+from lxml import etree
 from markdown_it import MarkdownIt
 
 from feedmd.store.events import EventMember
@@ -24,6 +25,7 @@ from feedmd.store.outputs import FeedRow, OutputItem
 from feedmd.timeutil import iso
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+ATOM_NS = "http://www.w3.org/2005/Atom"
 # The newest this many items make a JSON Feed / Atom page (and a run's files); older ones
 # are reached through next_url. 100 is what the files held before pagination.
 DEFAULT_PAGE_SIZE = 100
@@ -306,7 +308,30 @@ def atom_feed(meta: FeedMeta, items: Sequence[OutputItem]) -> bytes:
         entry.content(render_html(_content_text(item)), type="html")
         for tag in tags(item):
             entry.category(term=tag)
-        if item.event is not None:  # the other outlets' coverage of the same event
-            for member in item.event.others:
-                entry.link(href=member.url, rel="related", title=member.title)
-    return bytes(generator.atom_str(pretty=True))
+    return _with_related(bytes(generator.atom_str(pretty=True)), items)
+
+
+def _with_related(document: bytes, items: Sequence[OutputItem]) -> bytes:
+    """The Atom document with a ``<link rel="related">`` per other member of each entry's
+    event (the other outlets' coverage of the same story). Added after feedgen, whose entry
+    links lose their rel and title attributes (feedgen 1.0: the loop variable shadows the
+    link's data), which would make them alternates."""
+    related = {
+        item_id(item): item.event.others for item in items if item.event and item.event.others
+    }
+    if not related:
+        return document
+    root = etree.fromstring(document)
+    for entry in root.iter(f"{{{ATOM_NS}}}entry"):
+        others = related.get(entry.findtext(f"{{{ATOM_NS}}}id") or "", ())
+        for member in others:
+            anchor = entry.find(f"{{{ATOM_NS}}}content")
+            link = etree.Element(
+                f"{{{ATOM_NS}}}link", href=member.url, rel="related", title=member.title
+            )
+            if anchor is not None:
+                anchor.addprevious(link)
+            else:
+                entry.append(link)
+    etree.indent(root, space="  ")
+    return bytes(etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True))

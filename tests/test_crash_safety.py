@@ -130,6 +130,7 @@ class Outcome:
 
     decisions: frozenset[tuple[str, str, str, str | None]]
     seconds: float
+    events: frozenset[tuple[str, str, str, str]] = frozenset()
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +139,9 @@ def reference(harness: Harness, tmp_path_factory: pytest.TempPathFactory) -> Out
     started = time.monotonic()
     harness.complete(out)
     seconds = time.monotonic() - started
-    return Outcome(decisions(out / "feedmd.db"), seconds)
+    found = events(out / "feedmd.db")
+    assert found, "the reference run placed no item in an event"
+    return Outcome(decisions(out / "feedmd.db"), seconds, found)
 
 
 def decisions(path: Path) -> frozenset[tuple[str, str, str, str | None]]:
@@ -146,6 +149,17 @@ def decisions(path: Path) -> frozenset[tuple[str, str, str, str | None]]:
         rows = conn.execute(
             "SELECT f.name, i.entry_id, i.decision, i.rule FROM items i"
             " JOIN feeds f ON f.id = i.feed_id"
+        ).fetchall()
+    return frozenset(rows)
+
+
+def events(path: Path) -> frozenset[tuple[str, str, str, str]]:
+    """(feed, entry id) of every item with an event, and of its event's canonical item."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT f.name, i.entry_id, cf.name, c.entry_id FROM item_events e"
+            " JOIN items i ON i.id = e.item_id JOIN feeds f ON f.id = i.feed_id"
+            " JOIN items c ON c.id = e.event_id JOIN feeds cf ON cf.id = c.feed_id"
         ).fetchall()
     return frozenset(rows)
 
@@ -186,14 +200,24 @@ def check_invariants(path: Path, reference: Outcome, context: str) -> None:
             " AND EXISTS (SELECT 1 FROM items i WHERE i.run_id = r.id)"
         ).fetchall()
         assert unrecovered == [], context
+        # events: every kept item has one, decided as a clean run decides it
+        without = conn.execute(
+            "SELECT i.id FROM items i LEFT JOIN item_events e ON e.item_id = i.id"
+            " WHERE i.decision = 'kept' AND e.item_id IS NULL"
+        ).fetchall()
+        assert without == [], context
+        assert events(path) == reference.events, context
     finally:
         conn.close()
 
 
-# Kill points a random moment rarely hits: inside the one store transaction, right after
-# it committed (items stored, nothing delivered), after delivery but before the run ended.
+# Kill points a random moment rarely hits: inside the one store transaction (before and
+# after the items, before their events), right after it committed (items stored, nothing
+# delivered), after delivery but before the run ended.
 POINTS = [
     "before:_upsert_body:3",
+    # inside the transaction, the items written, their events not yet
+    "after:_write_retries:1",
     "after:persist:1",
     pytest.param("before:finish_run:1", marks=pytest.mark.slow),
     pytest.param("after:finish_run:1", marks=pytest.mark.slow),
