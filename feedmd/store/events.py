@@ -376,6 +376,35 @@ class Events(Connected):
         record = EventOverride(override_id, item_id, event_id, previous, who, iso(now))
         return record, feeds
 
+    # ---- bulk loading (the run benchmark) ------------------------------------------------
+
+    def kept_without_event(self, org: str) -> list[int]:
+        """Ids of the org's kept items that have no event row, oldest first."""
+        return [
+            int(row[0])
+            for row in self._conn.execute(
+                "SELECT i.id FROM items i JOIN orgs o ON o.id = i.org_id"
+                " LEFT JOIN item_events e ON e.item_id = i.id"
+                " WHERE o.name = ? AND i.decision = 'kept' AND e.item_id IS NULL"
+                " ORDER BY i.published_at, i.id",
+                (org,),
+            )
+        ]
+
+    def seed_event_vectors(
+        self, vectors: Sequence[tuple[int, bytes]], model: str, threshold: float
+    ) -> None:
+        """Store prepared vectors for stored items, each opening its own event (what a run
+        with no earlier match writes), in one transaction."""
+        with transaction(self._db) as conn:
+            conn.executemany(
+                "INSERT INTO item_events (item_id, org_id, feed_id, published_at, event_id,"
+                " joined_item_id, score, threshold, model, veto, vector)"
+                " SELECT i.id, i.org_id, i.feed_id, i.published_at, i.id, NULL, 0.0, ?, ?,"
+                " NULL, ? FROM items i WHERE i.id = ? ON CONFLICT (item_id) DO NOTHING",
+                [(threshold, model, blob, item_id) for item_id, blob in vectors],
+            )
+
     def event_overrides_of(self, item_id: int) -> list[EventOverride]:
         """Every "not the same event" recorded on ``item_id``, oldest first."""
         rows = self._conn.execute(
