@@ -133,10 +133,9 @@ def _event_lines(event: dict[str, Any]) -> list[str]:
         how = f"opened it: best cosine {event['score']:g}"
     else:
         how = f"opened it: nothing at or above threshold {event['threshold']:g}"
-    others = [m for m in event["members"] if m != event.get("item_id")]
     return [
         f"  event {event['event_id']}: {how} (model {event['model']})",
-        f"    members ({len(event['members'])}): {excerpt(others)}",
+        f"    kept items of the event ({len(event['members'])}): {excerpt(event['members'])}",
     ]
 
 
@@ -247,7 +246,7 @@ def render(trail: Trail) -> str:
         lines.append("  evidence:")
         lines += [f"    {key}: {excerpt(value)}" for key, value in evidence.items()]
     if trail.event is not None:
-        lines += _event_lines({**trail.event, "item_id": item["id"]})
+        lines += _event_lines(trail.event)
     if trail.duplicates:
         lines.append(f"  also published by ({len(trail.duplicates)}):")
         lines += [

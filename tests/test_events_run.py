@@ -200,6 +200,7 @@ def test_explain_shows_the_event_decision(store: Store, site: Site) -> None:
     text = explain.render(trail)
     assert f"event {ids[POPE_A]}: joined item {ids[POPE_A]} at cosine 0.95" in text
     assert "threshold 0.935" in text
+    assert f"kept items of the event (2): [{ids[POPE_A]}, {ids[POPE_B]}]" in text
     vetoed = explain.render(explain.explain(store, ids[KOREAN_B]))  # type: ignore[arg-type]
     assert f"event {ids[KOREAN_B]}: opened it" in vetoed and "different subjects" in vetoed
     assert f"nearest item {ids[KOREAN_A]}" in vetoed

@@ -172,19 +172,19 @@ class EventScan:
             params: list[Any] = [self._org_id, self._since, *after, self._model]
             if self._feed_id is not None:
                 params.append(self._feed_id)
+            # no join with items here: an item a reviewer merged away since is dropped
+            # from the few hits (``_details``), not looked up for every window row
             rows = self._conn.execute(
                 "SELECT e.item_id, e.vector, e.published_at FROM item_events e"
-                " JOIN items i ON i.id = e.item_id"
                 " WHERE e.org_id = ? AND e.published_at >= ?"
                 " AND (e.published_at, e.item_id) > (?, ?) AND e.model = ?"
-                f" AND i.decision = 'kept'{feed}"
-                " ORDER BY e.published_at, e.item_id LIMIT ?",
+                f"{feed} ORDER BY e.published_at, e.item_id LIMIT ?",
                 (*params, self._block_rows),
             ).fetchall()
             if not rows:
                 return
             self.rows_read += len(rows)
-            yield [str(r[0]) for r in rows], [bytes(r[1]) for r in rows]
+            yield [str(r[0]) for r in rows], [r[1] for r in rows]
             if len(rows) < self._block_rows:
                 return
             after = (str(rows[-1][2]), int(rows[-1][0]))
@@ -199,17 +199,21 @@ class EventScan:
         details = self._details({int(i) for found in hits for i, _ in found})
         for vector, found in zip(queries, hits, strict=True):
             self._found[vector.tobytes()] = [
-                Neighbour(item_id, *details[int(item_id)], score) for item_id, score in found
+                Neighbour(item_id, *details[int(item_id)], score)
+                for item_id, score in found
+                if int(item_id) in details
             ]
 
     def _details(self, item_ids: set[int]) -> dict[int, tuple[str, str]]:
-        """{item id: (its event id, its title)}."""
+        """{item id: (its event id, its title)} of the items among ``item_ids`` that are
+        kept now."""
         out: dict[int, tuple[str, str]] = {}
         for chunk in chunks(sorted(item_ids)):
             marks = ",".join("?" * len(chunk))
             for item_id, event_id, title in self._conn.execute(
                 "SELECT e.item_id, e.event_id, i.title_raw FROM item_events e"
-                f" JOIN items i ON i.id = e.item_id WHERE e.item_id IN ({marks})",
+                f" JOIN items i ON i.id = e.item_id WHERE e.item_id IN ({marks})"
+                " AND i.decision = 'kept'",
                 list(chunk),
             ):
                 out[int(item_id)] = (str(event_id), str(title))
