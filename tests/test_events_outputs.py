@@ -109,6 +109,13 @@ def test_one_per_event_keeps_only_the_first_item_of_each_event(world: World) -> 
     items = world.items("single")
     assert set(items) == {A, OTHER}
     assert member_titles(items[A]) == [B, C]  # the others are still named
+    # feedmd serve reads the stored event_mode too
+    token = world.store.create_token("p", "reader", utcnow())
+    with serving(create_app(Path(world.store.path))) as http:
+        auth = {"Authorization": f"Bearer {token}"}
+        served = http.get("/feeds/single.json", headers=auth).json()
+        assert [item["title"] for item in served["items"]] == [OTHER, A]
+        assert http.get("/orgs/p.json", headers=auth).json()["items"][0]["title"] == C
 
 
 def test_atom_links_the_other_members_as_related(world: World) -> None:
