@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import FIXTURES
-from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
+from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions, events
 
 from feedmd.demo import FIRST_RUN_AT
 from feedmd.errors import RunLeaseHeld
@@ -76,7 +76,7 @@ def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database:
     # the first fails the slow page (partial); the second finds it all stored
     assert sorted(status for (status,) in runs) == ["ok", "partial"]
     # one of them stored the day; the other found it all known
-    reference = Outcome(decisions(database), 0.0)
+    reference = Outcome(decisions(database), 0.0, events(database))
     assert len(reference.decisions) == 47
     check_invariants(database, reference, "two runs at once")
 

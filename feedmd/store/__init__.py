@@ -13,6 +13,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     outputs.py  what deliver / serve / export read; delivery records
     queue.py    webhook endpoints and the webhook delivery queue
     audit.py    explain, the review page, reviewers' overrides
+    events.py   event vectors and decisions, the event window, "not the same event"
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
@@ -28,6 +29,7 @@ from pathlib import Path
 from feedmd.store.audit import Audit
 from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
 from feedmd.store.dialect import redact as display_database
+from feedmd.store.events import Events
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
 from feedmd.store.outputs import AlsoPublished, Outputs
@@ -64,7 +66,9 @@ def database_exists(database: str | Path) -> bool:
         db.close()
 
 
-class Store(WindowReads, RunWrites, Leases, Outputs, Queue, Audit, History, Retries, Seeding):
+class Store(
+    WindowReads, RunWrites, Leases, Outputs, Queue, Audit, Events, History, Retries, Seeding
+):
     """The store as feedmd uses it (SQLite or PostgreSQL): one object, one private
     connection."""
 
