@@ -87,6 +87,10 @@ class E5Encoder:
         self.model_path = model_path
         self._model: Any = None
         self._lock = threading.Lock()
+        # one encode at a time: serve's scheduler runs orgs in worker threads and shares
+        # one encoder per process (events/step.py), and the C engine's state is not
+        # documented as safe across threads
+        self._encoding = threading.Lock()
 
     def _load(self) -> Any:
         with self._lock:
@@ -134,6 +138,7 @@ class E5Encoder:
         present = [i for i, text in enumerate(clipped) if text]
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if present:
-            vectors = model.query([clipped[i] for i in present])
+            with self._encoding:
+                vectors = model.query([clipped[i] for i in present])
             out[present] = normalise(np.asarray(vectors).reshape(len(present), -1))
         return out
