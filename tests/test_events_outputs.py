@@ -9,7 +9,6 @@ Two orgs read the same loopback feed: org ``g`` into feed ``grouped`` (event_mod
 from __future__ import annotations
 
 import json
-import sqlite3
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from feedmd.server import create_app
 from feedmd.settings import Settings
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
+
+pytestmark = pytest.mark.both_backends
 
 A = "Pope Leo to undergo lung surgery at Gemelli hospital, Vatican announces"
 B = "Pope Leo will have surgery to remove a lung nodule, Vatican says"
@@ -73,14 +74,12 @@ def world(store: Store, site: Site, tmp_path: Path) -> Iterator[World]:
     )
     report = run(store, config, now=at(20), force=True)
     assert (report.kept, report.events_joined) == (8, 4), report.render()
-    conn = sqlite3.connect(store.path)
     ids = {
         (org, title): item_id
-        for item_id, org, title in conn.execute(
+        for item_id, org, title in store._conn.execute(
             "SELECT i.id, o.name, i.title_raw FROM items i JOIN orgs o ON o.id = i.org_id"
         )
     }
-    conn.close()
     yield World(store, out, ids)
 
 
@@ -190,7 +189,7 @@ def test_splitting_the_canonical_gives_the_rest_a_new_one(world: World) -> None:
 
 
 def test_the_review_page_shows_the_event_and_splits_an_item(world: World) -> None:
-    db_path = Path(world.store.path)
+    db_path = world.store.path
     output = overrides.FileOutput(str(world.out), "http://feeds.test", 100)
     token = world.store.create_token("g", "carol", utcnow())
     event_id, c = world.ids[("g", A)], world.ids[("g", C)]
@@ -215,7 +214,7 @@ def test_the_review_page_shows_the_event_and_splits_an_item(world: World) -> Non
         assert http.get(f"/review/events/{event_id}").text.count('class="member"') == 2
         assert http.get("/review/events/999999").status_code == 404
     assert member_titles(world.items("grouped")[A]) == [B]
-    rows = sqlite3.connect(db_path).execute(
+    rows = world.store._conn.execute(
         "SELECT item_id, previous_event_id, created_by FROM event_overrides"
     )
     assert rows.fetchall() == [(c, event_id, "carol")]

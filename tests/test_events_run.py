@@ -6,7 +6,6 @@ the decision. Outputs and the review correction: tests/test_events_outputs.py.""
 
 from __future__ import annotations
 
-import sqlite3
 import zlib
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +23,8 @@ from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.store import Store
 from feedmd.store.events import EventScan
+
+pytestmark = pytest.mark.both_backends
 
 # Two rewrites of one event (cosine 0.953 under the bundled model), another event, and a
 # templated pair of different events that only the subject veto keeps apart (0.953).
@@ -61,15 +62,11 @@ def one_run(store: Store, site: Site, titles: list[tuple[str, int]], **settings:
 
 def events_by_title(store: Store) -> dict[str, dict[str, Any]]:
     """{title: its event row, with the event's and the joined item's titles}."""
-    conn = sqlite3.connect(store.path)
-    try:
-        rows = conn.execute(
-            "SELECT i.title_raw, c.title_raw, j.title_raw, e.score, e.threshold, e.model,"
-            " e.veto, length(e.vector) FROM item_events e JOIN items i ON i.id = e.item_id"
-            " JOIN items c ON c.id = e.event_id LEFT JOIN items j ON j.id = e.joined_item_id"
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = store._conn.execute(
+        "SELECT i.title_raw, c.title_raw, j.title_raw, e.score, e.threshold, e.model,"
+        " e.veto, length(e.vector) FROM item_events e JOIN items i ON i.id = e.item_id"
+        " JOIN items c ON c.id = e.event_id LEFT JOIN items j ON j.id = e.joined_item_id"
+    ).fetchall()
     keys = ("event", "joined", "score", "threshold", "model", "veto", "bytes")
     return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in rows}
 
@@ -140,14 +137,12 @@ def test_the_store_window_streams_blocks_and_matches_an_exact_scan(
     small.prepare(queries, MAX_CANDIDATES, 0.5)
     assert small.rows_read == 4  # two blocks of two
     exact = MemoryWindow()
-    conn = sqlite3.connect(store.path)
-    for item_id, event_id, title, blob in conn.execute(
+    for item_id, event_id, title, blob in store._conn.execute(
         "SELECT e.item_id, e.event_id, i.title_raw, e.vector FROM item_events e"
         " JOIN items i ON i.id = e.item_id"
     ):
         stored = np.frombuffer(blob[4:], dtype=np.int8).astype(np.float32)
         exact.add(str(item_id), str(event_id), title, stored * np.frombuffer(blob[:4], "<f4")[0])
-    conn.close()
     for query in queries:
         streamed, scanned = small.nearest(query, 8, 0.5), exact.nearest(query, 8, 0.5)
         assert [n.item_id for n in streamed] == [n.item_id for n in scanned]
@@ -187,8 +182,7 @@ def test_events_off_never_loads_the_model(store: Store, site: Site, tmp_path: Pa
 def test_explain_shows_the_event_decision(store: Store, site: Site) -> None:
     one_run(store, site, [(POPE_A, 8), (POPE_B, 10), (KOREAN_A, 11), (KOREAN_B, 12)])
     ids = {
-        title: item_id
-        for item_id, title in sqlite3.connect(store.path).execute("SELECT id, title_raw FROM items")
+        title: item_id for item_id, title in store._conn.execute("SELECT id, title_raw FROM items")
     }
     trail = explain.explain(store, ids[POPE_B])
     assert trail is not None and trail.event is not None
