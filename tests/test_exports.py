@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+from conftest import FeedItemSpec, Site, article_html, at, copy_of, make_config, rss, story
 from test_review import copy_db, item_id
 
 from feedmd import overrides
@@ -26,7 +26,6 @@ from feedmd.exports import cursor
 from feedmd.exports.text import detect_language, estimate_tokens
 from feedmd.pipeline import run
 from feedmd.store import Store, open_store
-from feedmd.store.copy import copy_store
 from feedmd.store.schema import available_migrations, connect
 from feedmd.timeutil import utcnow
 
@@ -38,18 +37,10 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_demo(tmp_path_factory.mktemp("demo"), echo=lambda _: None).database
 
 
-def copy_to(demo_db: Path, database: str, backend: str) -> Path | str:
-    """A private copy of the demo store at ``database``, on the test's backend."""
-    if backend == "sqlite":
-        return copy_db(demo_db, Path(database))
-    copy_store(demo_db, database)
-    return database
-
-
 @pytest.fixture
-def db(demo_db: Path, database: str, backend: str) -> Path | str:
+def db(demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A private copy of the demo store on the test's backend."""
-    return copy_to(demo_db, database, backend)
+    return copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
 
 
 def query(db: Path | str, sql: str, *params: object) -> list[tuple[object, ...]]:

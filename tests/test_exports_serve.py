@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_exports import copy_to, export
+from conftest import copy_of
+from test_exports import export
 from test_review import item_id
 from test_serve import serving
 
@@ -30,10 +31,10 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def private(
-    demo_db: Path, database: str, backend: str
+    demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[httpx.Client, Path | str, str]]:
     """A copy of the demo store whose org is private, served; (client, db, token)."""
-    db = copy_to(demo_db, database, backend)
+    db = copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
     store = open_store(db)
     try:
         store.set_public({feed.name: False for feed in store.list_feeds()})
@@ -111,8 +112,10 @@ def test_markdown_bundle_and_digest_over_http(
     assert bundle.text.count("\n---\n\n# ") == 38
 
 
-def test_a_public_org_needs_no_token(demo_db: Path, database: str, backend: str) -> None:
-    db = copy_to(demo_db, database, backend)
+def test_a_public_org_needs_no_token(
+    demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    db = copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
     with serving(create_app(db)) as http:
         answer = http.get("/orgs/newsroom.jsonl")
         assert answer.status_code == 200 and len(answer.text.splitlines()) == 38
