@@ -61,7 +61,7 @@ def _wait_for_lease(database: str, timeout: float = 30.0) -> None:
     raise AssertionError("no run took the lease")
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database: str) -> None:
     out = tmp_path / "out"
     first = harness.start(out, wait=60, database=database)
@@ -81,7 +81,7 @@ def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database:
     check_invariants(database, reference, "two runs at once")
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     harness: Harness, tmp_path: Path, database: str
 ) -> None:
@@ -100,7 +100,7 @@ def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     assert holder.returncode == 0
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_the_cli_exits_4_when_another_run_holds_the_lease(
     harness: Harness, tmp_path: Path, database: str
 ) -> None:

@@ -239,7 +239,9 @@ POINTS = [
 ]
 
 
-@pytest.mark.both_backends
+# On PostgreSQL the chosen points are in the slow set (the default run has its random
+# kill test, below, on both backends).
+@pytest.mark.both_backends(slow_on_postgresql=True)
 @pytest.mark.parametrize("point", POINTS)
 def test_a_kill_at_a_chosen_point_is_recovered(
     harness: Harness, reference: Outcome, tmp_path: Path, point: str, database: str

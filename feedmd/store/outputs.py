@@ -348,8 +348,10 @@ class Outputs(Connected):
             seqs = self._conn.execute(
                 "SELECT v.item_id, MAX(v.seq) FROM visibility v JOIN items i ON i.id = v.item_id"
                 f" WHERE i.decision = 'kept' AND {' AND '.join(where)}"
-                " GROUP BY v.item_id ORDER BY MAX(v.seq) LIMIT ?",
-                (*params, -1 if limit is None else limit),
+                " GROUP BY v.item_id ORDER BY MAX(v.seq)"
+                # no LIMIT at all for none: SQLite's LIMIT -1 is an error on PostgreSQL
+                + (" LIMIT ?" if limit is not None else ""),
+                (*params, *([] if limit is None else [limit])),
             ).fetchall()
             items = self.items_by_id([row[0] for row in seqs])
         finally:
