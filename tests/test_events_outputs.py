@@ -110,7 +110,7 @@ def test_one_per_event_keeps_only_the_first_item_of_each_event(world: World) -> 
     assert member_titles(items[A]) == [B, C]  # the others are still named
     # feedmd serve reads the stored event_mode too
     token = world.store.create_token("p", "reader", utcnow())
-    with serving(create_app(Path(world.store.path))) as http:
+    with serving(create_app(world.store.path)) as http:
         auth = {"Authorization": f"Bearer {token}"}
         served = http.get("/feeds/single.json", headers=auth).json()
         assert [item["title"] for item in served["items"]] == [OTHER, A]
