@@ -104,9 +104,7 @@ class EventOverride:
     created_at: str
 
 
-def write_events(
-    conn: Connection, rows: Sequence[EventRow], ids: Mapping[str, int]
-) -> None:
+def write_events(conn: Connection, rows: Sequence[EventRow], ids: Mapping[str, int]) -> None:
     """Store a run's event decisions, inside the run's transaction (``RunWrites.persist``),
     its entry keys turned into the item ids just given. Rows of items not stored (a key
     without an id) are skipped."""
