@@ -10,6 +10,9 @@
    against an exact float32 scan of the same decoded vectors.
 4. Report the whole added cost of a run with events: loading the model, encoding the
    queries' headlines and the lookup.
+
+``--run`` times whole ``feedmd run``s on a real store instead, events on against off
+(``benchmarks/event_runs.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import event_runs
 from feedmd.events.encoder import E5Encoder
 from feedmd.events.scan import blocks_of, scan_blocks
 from feedmd.events.vectors import normalise, stack_stored, to_stored
@@ -39,11 +43,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=20, help="new items in the run")
     parser.add_argument("--encode", type=int, default=200, help="headlines to encode")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    event_runs.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print its figures; exit status 1 if a lookup differs from the
-    exact scan."""
+    exact scan (or, with ``--run``, if the event step failed)."""
+    if args.child:
+        db, root, number, events = args.child
+        child = event_runs.child_run(Path(db), Path(root), int(number), events == "1")
+        print(json.dumps(child))
+        return 0
+    if args.run:
+        figures = event_runs.run(args)
+        print(
+            json.dumps(figures)
+            if args.json
+            else "\n".join(f"{k:>18}: {v}" for k, v in figures.items())
+        )
+        return 0 if figures["events_error"] is None else 1
     result = run(args.stored, args.queries, args.encode)
     if args.json:
         print(json.dumps(result))

@@ -31,6 +31,8 @@ class Trail:
     matched: dict[str, Any] | None
     duplicates: list[dict[str, Any]]
     stages: list[dict[str, Any]]
+    # the item's event decision (docs/events.md); None when no run placed it in an event
+    event: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Everything, evidence complete."""
@@ -39,6 +41,7 @@ class Trail:
             "matched": self.matched,
             "duplicates": self.duplicates,
             "stages": self.stages,
+            "event": self.event,
         }
 
 
@@ -89,7 +92,51 @@ def explain(store: Store, item_id: int) -> Trail | None:
         matched=_brief(matched) if matched else None,
         duplicates=duplicates,
         stages=_stages(record),
+        event=_event(store, item_id),
     )
+
+
+def _event(store: Store, item_id: int) -> dict[str, Any] | None:
+    """The item's event decision: the event (its canonical item's id), the item it joined,
+    the cosine against the threshold, the model, a veto, a reviewer's split, and the
+    event's kept members."""
+    found = store.item_event(item_id)
+    if found is None:
+        return None
+    members = store.event_member_ids(found.event_id)
+    return {
+        "event_id": found.event_id,
+        "canonical": found.event_id == item_id,
+        "joined_item_id": found.joined_item_id,
+        "score": found.score,
+        "threshold": found.threshold,
+        "model": found.model,
+        "veto": found.veto,
+        "split_by": found.split_by,
+        "split_from_event": found.split_from,
+        "members": members,
+    }
+
+
+def _event_lines(event: dict[str, Any]) -> list[str]:
+    """The event decision as text."""
+    if event["joined_item_id"] is not None:
+        how = (
+            f"joined item {event['joined_item_id']} at cosine {event['score']:g} >= "
+            f"threshold {event['threshold']:g}"
+        )
+    elif event["split_by"]:
+        how = f"split from event {event['split_from_event']} by {event['split_by']}"
+    elif event["veto"]:
+        how = f"opened it: cosine {event['score']:g}, vetoed: {event['veto']}"
+    elif event["score"]:
+        how = f"opened it: best cosine {event['score']:g}"
+    else:
+        how = f"opened it: nothing at or above threshold {event['threshold']:g}"
+    return [
+        f"  event {event['event_id']}: {how} (model {event['model']})",
+        f"    kept items of the event ({len(event['members'])}): {excerpt(event['members'])}",
+    ]
 
 
 def _stages(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -198,6 +245,8 @@ def render(trail: Trail) -> str:
     if evidence:
         lines.append("  evidence:")
         lines += [f"    {key}: {excerpt(value)}" for key, value in evidence.items()]
+    if trail.event is not None:
+        lines += _event_lines(trail.event)
     if trail.duplicates:
         lines.append(f"  also published by ({len(trail.duplicates)}):")
         lines += [

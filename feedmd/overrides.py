@@ -1,4 +1,5 @@
-"""Reviewers' overrides of dedup decisions: "not a duplicate" and "merge".
+"""Reviewers' overrides of dedup decisions: "not a duplicate" and "merge"; and of event
+decisions: "not the same event" (``split_event``).
 
 A wrong merge hides a story from every reader of the feed, and a missed duplicate sends
 the same story twice; the people who run feedmd correct both from the review page
@@ -31,6 +32,7 @@ from datetime import datetime
 
 from feedmd.store import Store
 from feedmd.store.audit import Override
+from feedmd.store.events import EventOverride
 
 # The separator of Entry.key (models.py): stage 1 compares entries by this key.
 KEY_SEPARATOR = "\x1f"
@@ -97,6 +99,29 @@ def merge(
     delivered cannot be taken back.
     """
     record, feeds = store.merge_item(item_id, canonical_id, who, now)
+    if output is not None:
+        rewrite_files(store, feeds, output)
+    return record
+
+
+def split_event(
+    store: Store,
+    item_id: int,
+    who: str,
+    now: datetime,
+    *,
+    output: FileOutput | None = None,
+) -> EventOverride:
+    """ "Not the same event": the item leaves its event and opens its own (when it was the
+    event's first item, the oldest remaining member becomes the others' canonical).
+
+    Recorded (table ``event_overrides``) with ``who``, ``now`` and the event decision it
+    replaced; with ``output`` the files of every feed with a member of the event are
+    rewritten (their ``_feedmd.event`` and related links change, and a feed in
+    'one-per-event' mode may now show the item). No webhook is sent: the item was
+    delivered already, and it stays kept.
+    """
+    record, feeds = store.split_event(item_id, who, now)
     if output is not None:
         rewrite_files(store, feeds, output)
     return record

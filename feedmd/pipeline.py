@@ -9,8 +9,10 @@
             the org, a host's furniture lines left out; when a kept entry's page fails,
             stage 1 decides its copies again so the story is not lost)
 4. stage 2  survivors + pages + the window snapshot -> decisions on bodies; every
-            duplicate then points at a kept item
-5. store    one transaction: items, bodies, feed state
+            duplicate then points at a kept item; then the kept items' events (headline
+            vectors against the stored event window, ``feedmd/events/step.py``; skipped
+            when ``events`` is off)
+5. store    one transaction: items, bodies, feed state, event decisions
 6. deliver  each touched feed's JSON Feed and Atom files, then webhooks
 
 ``run`` only calls the steps in order and times them; the step functions below are the
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from feedmd.config import Config
+from feedmd.events.step import group_events
 from feedmd.models import (
     Candidate,
     Decision,
@@ -43,7 +46,7 @@ from feedmd.models import (
     Stage1Result,
     WindowSnapshot,
 )
-from feedmd.report import RunReport, build_report, with_retry_counts
+from feedmd.report import RunReport, build_report, with_event_counts, with_retry_counts
 from feedmd.settings import Settings
 from feedmd.stages import deliver, fetch, retry, scrape, stage1, stage2
 from feedmd.stages.retry import DueRetry, RetryBatch
@@ -112,9 +115,19 @@ def run(
                 bodies = store.body_snapshot(with_retries.survivors, pages, settings, now)
                 final = decide_bodies(with_retries, pages, bodies, settings, now)
                 retries = _retry_batch(config, first, due, final, now)
+            with timer.step("events"):  # 4, the kept items' events
+                events = group_events(store, with_retries, final, settings, now)
             with timer.step("store"):  # 5
                 stored = store.persist(
-                    run_id, fetched, first, pages, final, settings, now, retries=retries
+                    run_id,
+                    fetched,
+                    first,
+                    pages,
+                    final,
+                    settings,
+                    now,
+                    retries=retries,
+                    events=events.rows,
                 )
             with timer.step("deliver"):  # 6
                 items = [*lease.recovered_items, *stored.kept]
@@ -127,6 +140,7 @@ def run(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )
             report = with_retry_counts(report, retries, stored.retries_expired)
+            report = with_event_counts(report, events.joined, events.opened, events.error)
             report = dataclasses.replace(report, feeds_not_due=fetch.not_due(specs, now, force))
         except BaseException as exc:
             store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")

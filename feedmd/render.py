@@ -17,12 +17,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from feedgen.feed import FeedGenerator
+from lxml import etree
 from markdown_it import MarkdownIt
 
+from feedmd.store.events import EventMember
 from feedmd.store.outputs import FeedRow, OutputItem
 from feedmd.timeutil import iso
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+ATOM_NS = "http://www.w3.org/2005/Atom"
 # The newest this many items make a JSON Feed / Atom page (and a run's files); older ones
 # are reached through next_url. 100 is what the files held before pagination.
 DEFAULT_PAGE_SIZE = 100
@@ -189,10 +192,42 @@ def json_item(item: OutputItem) -> dict[str, Any]:
     return document
 
 
+def member_id(member: EventMember) -> str:
+    """The output id of an event member (the same form as ``item_id``)."""
+    return f"feedmd:{member.org}:{member.feed}:{member.item_id}"
+
+
+def event_object(item: OutputItem) -> dict[str, Any] | None:
+    """The item's event as JSON: its id, the canonical item, whether this item is it, how
+    many kept items the event holds, and the other members (up to MEMBERS_SHOWN) with
+    their cosine to the item each joined; None for an item in no event."""
+    event = item.event
+    if event is None:
+        return None
+    canonical = event.canonical
+    return {
+        "id": f"feedmd:{item.org}:event:{event.event_id}",
+        "canonical": {"id": member_id(canonical), "url": canonical.url},
+        "is_canonical": canonical.item_id == item.item_id,
+        "size": event.size,
+        "members": [
+            {
+                "id": member_id(m),
+                "url": m.url,
+                "title": m.title,
+                "publisher": m.publisher,
+                "score": m.score,
+            }
+            for m in event.others
+        ],
+    }
+
+
 def _extension(item: OutputItem) -> dict[str, Any]:
     verdict = item.verdict
     duplicate_of = verdict.possible_duplicate_of
     return {
+        "event": event_object(item),
         "canonical_item_id": item.item_id,
         "entry_id": item.entry_id,
         "org": item.org,
@@ -273,4 +308,30 @@ def atom_feed(meta: FeedMeta, items: Sequence[OutputItem]) -> bytes:
         entry.content(render_html(_content_text(item)), type="html")
         for tag in tags(item):
             entry.category(term=tag)
-    return bytes(generator.atom_str(pretty=True))
+    return _with_related(bytes(generator.atom_str(pretty=True)), items)
+
+
+def _with_related(document: bytes, items: Sequence[OutputItem]) -> bytes:
+    """The Atom document with a ``<link rel="related">`` per other member of each entry's
+    event (the other outlets' coverage of the same story). Added after feedgen, whose entry
+    links lose their rel and title attributes (feedgen 1.0: the loop variable shadows the
+    link's data), which would make them alternates."""
+    related = {
+        item_id(item): item.event.others for item in items if item.event and item.event.others
+    }
+    if not related:
+        return document
+    root = etree.fromstring(document)
+    for entry in root.iter(f"{{{ATOM_NS}}}entry"):
+        others = related.get(entry.findtext(f"{{{ATOM_NS}}}id") or "", ())
+        for member in others:
+            anchor = entry.find(f"{{{ATOM_NS}}}content")
+            link = etree.Element(
+                f"{{{ATOM_NS}}}link", href=member.url, rel="related", title=member.title
+            )
+            if anchor is not None:
+                anchor.addprevious(link)
+            else:
+                entry.append(link)
+    etree.indent(root, space="  ")
+    return bytes(etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True))

@@ -61,6 +61,11 @@ class RunReport:
     # the configured feeds this run left alone, with when each is due (a failed feed is
     # due sooner than its poll interval)
     feeds_not_due: dict[str, str] = field(default_factory=dict)
+    # kept items that joined an earlier item's event, that opened their own, and why the
+    # event step could not run (the model absent: the items are kept without an event)
+    events_joined: int = 0
+    events_opened: int = 0
+    events_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data."""
@@ -96,8 +101,12 @@ class RunReport:
             f"recovered, {self.given_up} given up",
             f"  delivered    {self.delivered} to files, {self.webhook_delivered} webhook "
             f"messages ({self.webhook_failed_attempts} failed attempts)",
+            f"  events       {self.events_joined} joined an earlier item's event, "
+            f"{self.events_opened} opened one",
             f"  time         {timing}",
         ]
+        if self.events_error:
+            lines.append(f"  events error {self.events_error}")
         if self.feeds_not_due:
             shown = sorted(self.feeds_not_due.items(), key=lambda item: (item[1], item[0]))
             names = ", ".join(f"{name} (due {due})" for name, due in shown[:NOT_DUE_SHOWN])
@@ -164,6 +173,18 @@ def build_report(
         seconds={k: round(v, 3) for k, v in seconds.items()},
         feed_errors=feed_errors,
         item_errors=[f"{titles[d.key][:80]!r}: {d.error}" for d in failed],
+    )
+
+
+def with_event_counts(report: RunReport, joined: int, opened: int, error: str | None) -> RunReport:
+    """The report with the event step's counts; a run whose event step failed (the model
+    absent) is partial, so the exit code says that its items were kept without events."""
+    return replace(
+        report,
+        events_joined=joined,
+        events_opened=opened,
+        events_error=error,
+        status="partial" if error else report.status,
     )
 
 

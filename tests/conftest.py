@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 import textwrap
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -199,15 +200,19 @@ def site(tmp_path: Path) -> Iterator[Site]:
 # The store backends. A test module marked ``pytest.mark.both_backends`` runs every test
 # that uses ``backend`` (or ``database`` / ``store``, which depend on it) on each; other
 # tests run on SQLite, the default.
-BACKENDS = ("sqlite", "postgresql")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrise ``backend`` over both backends in the modules marked for it."""
-    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "both_backends"
-    ):
-        metafunc.parametrize("backend", BACKENDS, indirect=True)
+    """Parametrise ``backend`` over both backends in the modules marked for it;
+    ``both_backends(slow_on_postgresql=True)`` puts the PostgreSQL variant in the slow set
+    (a test that is already long on SQLite)."""
+    marker = metafunc.definition.get_closest_marker("both_backends")
+    if "backend" not in metafunc.fixturenames or marker is None:
+        return
+    postgresql: Any = "postgresql"
+    if marker.kwargs.get("slow_on_postgresql"):
+        postgresql = pytest.param("postgresql", marks=pytest.mark.slow)
+    metafunc.parametrize("backend", ["sqlite", postgresql], indirect=True)
 
 
 @pytest.fixture
@@ -237,6 +242,22 @@ def _database(
     url = server.fresh_database(migrated=migrated)
     yield url
     server.drop(url)
+
+
+def copy_of(request: pytest.FixtureRequest, backend: str, source: Path, target: Path) -> str:
+    """A private copy of the SQLite store ``source`` on ``backend``: SQLite's backup into
+    ``target``, or a PostgreSQL database cloned from one copy per session (dropped after
+    the test)."""
+    if backend == "sqlite":
+        with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        return str(target)
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.clone_of_sqlite(source)
+    request.addfinalizer(lambda: server.drop(url))
+    return url
 
 
 @pytest.fixture

@@ -57,6 +57,7 @@ class PostgresServer:
         self._folder = Path(tempfile.mkdtemp(prefix="feedmd-pg-"))
         self._data: Path | None = None
         self._counter = itertools.count(1)
+        self._copies: dict[str, str] = {}  # SQLite store -> the database holding its copy
         # per process: parallel sessions (xdist workers) on one named server do not collide
         self._empty = f"feedmd_tpl_{os.getpid()}_empty"
         self._migrated = f"feedmd_tpl_{os.getpid()}_migrated"
@@ -129,6 +130,21 @@ class PostgresServer:
             conn.execute(
                 f"CREATE DATABASE {name} TEMPLATE {self._migrated if migrated else self._empty}"
             )
+        return self.url(name)
+
+    def clone_of_sqlite(self, source: str | Path) -> str:
+        """A new database holding the rows of the SQLite store ``source``: copied once per
+        session (``feedmd store copy``), then cloned by CREATE DATABASE ... TEMPLATE."""
+        from feedmd.store.copy import copy_store
+
+        key = str(source)
+        if key not in self._copies:
+            url = self.fresh_database()
+            copy_store(source, url)
+            self._copies[key] = url.rpartition("/")[2]
+        name = f"feedmd_test_{os.getpid()}_{next(self._counter)}"
+        with self._admin() as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {self._copies[key]}")
         return self.url(name)
 
     def drop(self, url: str) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 
 from feedmd.cli import main
 from feedmd.pipeline import run
 from feedmd.store import Store
+
+pytestmark = pytest.mark.both_backends
 
 GOOD_TITLE = "Harbour council approves new ferry terminal budget"
 

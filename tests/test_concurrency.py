@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import FIXTURES
-from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions
+from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions, events
 
 from feedmd.demo import FIRST_RUN_AT
 from feedmd.errors import RunLeaseHeld
@@ -61,7 +61,7 @@ def _wait_for_lease(database: str, timeout: float = 30.0) -> None:
     raise AssertionError("no run took the lease")
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database: str) -> None:
     out = tmp_path / "out"
     first = harness.start(out, wait=60, database=database)
@@ -76,12 +76,12 @@ def test_two_runs_at_once_take_turns(harness: Harness, tmp_path: Path, database:
     # the first fails the slow page (partial); the second finds it all stored
     assert sorted(status for (status,) in runs) == ["ok", "partial"]
     # one of them stored the day; the other found it all known
-    reference = Outcome(decisions(database), 0.0)
+    reference = Outcome(decisions(database), 0.0, events(database))
     assert len(reference.decisions) == 47
     check_invariants(database, reference, "two runs at once")
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     harness: Harness, tmp_path: Path, database: str
 ) -> None:
@@ -100,7 +100,7 @@ def test_a_second_run_that_may_not_wait_stops_with_exit_code_4(
     assert holder.returncode == 0
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_the_cli_exits_4_when_another_run_holds_the_lease(
     harness: Harness, tmp_path: Path, database: str
 ) -> None:

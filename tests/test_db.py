@@ -105,6 +105,7 @@ def test_migrate_list_shows_pending_then_applied(database: str) -> None:
     assert runner.invoke(main, ["migrate", "--db", db]).output.startswith("applied 0 migration(s)")
 
 
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_processes_opening_one_new_store_together_all_succeed(database: str) -> None:
     import subprocess
     import sys

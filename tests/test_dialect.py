@@ -25,8 +25,8 @@ def test_the_backend_is_chosen_by_the_url() -> None:
     assert backend_of("postgres://feedmd@db.example/feedmd") == POSTGRESQL
     assert backend_of("feedmd.db") == SQLITE
     assert backend_of("sqlite:///var/lib/feedmd/feedmd.db") == SQLITE
-    assert sqlite_path("sqlite:///var/lib/feedmd/feedmd.db") == "/var/lib/feedmd/feedmd.db"
-    assert sqlite_path("sqlite:///feedmd.db") == "/feedmd.db"
+    assert sqlite_path("sqlite:////var/lib/feedmd/feedmd.db") == "/var/lib/feedmd/feedmd.db"
+    assert sqlite_path("sqlite:///feedmd.db") == "feedmd.db"  # relative, as in SQLAlchemy
     assert sqlite_path("data/feedmd.db") == "data/feedmd.db"
 
 

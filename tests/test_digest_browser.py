@@ -22,7 +22,8 @@ __all__ = ["chromium"]  # the autouse fixture: fails, saying how, without Chromi
 
 
 def test_the_digest_in_a_real_browser(tmp_path: Path) -> None:
-    database = run_demo(tmp_path / "demo", echo=lambda _: None).database
+    # events off: one story per kept item (tests/test_events_outputs.py folds events)
+    database = run_demo(tmp_path / "demo", {"events": False}, echo=lambda _: None).database
     digest = tmp_path / "digest.html"
     result = CliRunner().invoke(
         main, ["export", "--db", str(database), "--format", "html", "-o", str(digest)]

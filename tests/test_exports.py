@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
+from conftest import FeedItemSpec, Site, article_html, at, copy_of, make_config, rss, story
 from test_review import copy_db, item_id
 
 from feedmd import overrides
@@ -26,26 +26,35 @@ from feedmd.exports import cursor
 from feedmd.exports.text import detect_language, estimate_tokens
 from feedmd.pipeline import run
 from feedmd.store import Store, open_store
-from feedmd.store.schema import available_migrations
+from feedmd.store.schema import available_migrations, connect
 from feedmd.timeutil import utcnow
+
+pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_demo(tmp_path_factory.mktemp("demo"), echo=lambda _: None).database
+    # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
+    # has the one-entry-per-event exports)
+    demo = tmp_path_factory.mktemp("demo")
+    return run_demo(demo, {"events": False}, echo=lambda _: None).database
 
 
 @pytest.fixture
-def db(demo_db: Path, tmp_path: Path) -> Path:
-    return copy_db(demo_db, tmp_path / "feedmd.db")
+def db(demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A private copy of the demo store on the test's backend."""
+    return copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
 
 
-def query(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
+def query(db: Path | str, sql: str, *params: object) -> list[tuple[object, ...]]:
+    store = connect(db)
+    try:
+        return [tuple(row) for row in store.conn.execute(sql, params).fetchall()]
+    finally:
+        store.close()
 
 
-def export(db: Path, *args: str) -> tuple[str, str]:
+def export(db: Path | str, *args: str) -> tuple[str, str]:
     """(stdout, the cursor printed on stderr) of a successful `feedmd export`."""
     result = CliRunner().invoke(main, ["export", "--db", str(db), *args])
     assert result.exit_code == 0, result.output + result.stderr
@@ -58,7 +67,7 @@ def ids_of(jsonl: str) -> list[int]:
     return [int(json.loads(line)["id"].rsplit(":", 1)[1]) for line in jsonl.splitlines()]
 
 
-def test_jsonl_has_one_object_per_kept_item_in_the_order_they_were_kept(db: Path) -> None:
+def test_jsonl_has_one_object_per_kept_item_in_the_order_they_were_kept(db: Path | str) -> None:
     out, _ = export(db, "--format", "jsonl")
     kept = [row[0] for row in query(db, "SELECT id FROM items WHERE decision = 'kept'")]
     assert len(kept) == 38
@@ -100,7 +109,7 @@ def test_a_second_pull_with_the_cursor_is_empty_and_the_cursor_file_matches(
     assert len(first.splitlines()) == 38
 
 
-def test_limit_pages_through_the_log_without_repeats(db: Path) -> None:
+def test_limit_pages_through_the_log_without_repeats(db: Path | str) -> None:
     seen: list[int] = []
     since: list[str] = []
     for _ in range(5):
@@ -110,7 +119,7 @@ def test_limit_pages_through_the_log_without_repeats(db: Path) -> None:
     assert len(seen) == len(set(seen)) == 38
 
 
-def test_cursor_across_review_corrections(db: Path) -> None:
+def test_cursor_across_review_corrections(db: Path | str) -> None:
     """A restored item appears in the next pull; an item merged away never reappears; one
     restored again after that appears again; the pulls before see nothing else."""
     _, position = export(db, "--format", "jsonl")
@@ -149,8 +158,12 @@ def test_cursor_across_review_corrections(db: Path) -> None:
     assert ids_of(out) == [copy]
 
 
-def test_the_visibility_log_is_filled_for_a_store_made_before_it(db: Path) -> None:
-    """Migration 0010 on an older store: its kept items, in run and id order."""
+def test_the_visibility_log_is_filled_for_a_store_made_before_it(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    """Migration 0010 on an older store: its kept items, in run and id order (a SQLite
+    store: PostgreSQL stores were never older than the log)."""
+    db = copy_db(demo_db, tmp_path / "old.db")
     with sqlite3.connect(db) as conn:
         conn.executescript(
             "DROP TRIGGER visibility_on_insert; DROP TRIGGER visibility_on_restore;"
@@ -165,7 +178,7 @@ def test_the_visibility_log_is_filled_for_a_store_made_before_it(db: Path) -> No
     assert {r[1] for r in rows} == {"existing"}
 
 
-def test_bad_and_foreign_cursors_are_refused(db: Path) -> None:
+def test_bad_and_foreign_cursors_are_refused(db: Path | str) -> None:
     runner = CliRunner()
     _, position = export(db, "--format", "jsonl", "--feed", "metro")
     for since, words in (
@@ -182,7 +195,7 @@ def test_bad_and_foreign_cursors_are_refused(db: Path) -> None:
     assert cursor.decode(position, "feed:metro").seq > 0
 
 
-def test_feed_scope_exports_only_that_feed(db: Path) -> None:
+def test_feed_scope_exports_only_that_feed(db: Path | str) -> None:
     out, _ = export(db, "--format", "jsonl", "--feed", "markets")
     records = [json.loads(line) for line in out.splitlines()]
     assert {r["feed"] for r in records} == {"markets"}
@@ -204,7 +217,7 @@ def front_matter(text: str) -> list[dict[str, str]]:
     ]
 
 
-def test_markdown_bundle_is_cut_within_the_token_budget(db: Path, tmp_path: Path) -> None:
+def test_markdown_bundle_is_cut_within_the_token_budget(db: Path | str, tmp_path: Path) -> None:
     jsonl_out, _ = export(db, "--format", "jsonl")
     expected = [json.loads(line)["id"] for line in jsonl_out.splitlines()]
     folder = tmp_path / "bundle"
@@ -231,7 +244,9 @@ def test_markdown_bundle_is_cut_within_the_token_budget(db: Path, tmp_path: Path
     assert [json.loads(i["id"]) for i in front_matter(whole)] == expected
 
 
-def test_an_item_larger_than_the_budget_gets_a_file_of_its_own(db: Path, tmp_path: Path) -> None:
+def test_an_item_larger_than_the_budget_gets_a_file_of_its_own(
+    db: Path | str, tmp_path: Path
+) -> None:
     folder = tmp_path / "small"
     export(db, "--format", "markdown", "--max-tokens", "300", "--out-dir", str(folder))
     files = sorted(folder.iterdir())
@@ -244,7 +259,7 @@ def test_an_item_larger_than_the_budget_gets_a_file_of_its_own(db: Path, tmp_pat
     assert sum(len(front_matter(p.read_text())) for p in files) == 38
 
 
-def test_max_tokens_needs_a_folder_and_the_markdown_format(db: Path) -> None:
+def test_max_tokens_needs_a_folder_and_the_markdown_format(db: Path | str) -> None:
     runner = CliRunner()
     for args in (
         ["--format", "markdown", "--max-tokens", "10"],
@@ -283,7 +298,7 @@ def test_each_run_s_new_items_come_once_and_in_order(site: Site, store: Store) -
     )
     config = make_config([("pub", "a", feed_a), ("priv", "b", feed_b)], site.start())
     run(store, config, now=at(11))
-    db = Path(store.path)
+    db = store.path
     out, position = export(db, "--format", "jsonl", "--org", "pub")
     assert [json.loads(x)["title"] for x in out.splitlines()] == [first[0].title]
     site.put(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import copy_of
 from test_exports import export
-from test_review import copy_db, item_id
+from test_review import item_id
 from test_serve import serving
 
 from feedmd import overrides
@@ -20,16 +21,23 @@ from feedmd.server import create_app
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_demo(tmp_path_factory.mktemp("demo"), echo=lambda _: None).database
+    # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
+    # has the one-entry-per-event exports)
+    demo = tmp_path_factory.mktemp("demo")
+    return run_demo(demo, {"events": False}, echo=lambda _: None).database
 
 
 @pytest.fixture
-def private(demo_db: Path, tmp_path: Path) -> Iterator[tuple[httpx.Client, Path, str]]:
+def private(
+    demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[httpx.Client, Path | str, str]]:
     """A copy of the demo store whose org is private, served; (client, db, token)."""
-    db = copy_db(demo_db, tmp_path / "feedmd.db")
+    db = copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
     store = open_store(db)
     try:
         store.set_public({feed.name: False for feed in store.list_feeds()})
@@ -42,7 +50,7 @@ def private(demo_db: Path, tmp_path: Path) -> Iterator[tuple[httpx.Client, Path,
 
 
 def test_jsonl_needs_the_token_and_pulls_once_with_the_cursor(
-    private: tuple[httpx.Client, Path, str],
+    private: tuple[httpx.Client, Path | str, str],
 ) -> None:
     http, db, token = private
     bearer = {"Authorization": f"Bearer {token}"}
@@ -83,7 +91,9 @@ def test_jsonl_needs_the_token_and_pulls_once_with_the_cursor(
     assert http.get("/orgs/newsroom.jsonl?limit=x", headers=bearer).status_code == 400
 
 
-def test_markdown_bundle_and_digest_over_http(private: tuple[httpx.Client, Path, str]) -> None:
+def test_markdown_bundle_and_digest_over_http(
+    private: tuple[httpx.Client, Path | str, str],
+) -> None:
     http, db, token = private
     bearer = {"Authorization": f"Bearer {token}"}
     assert http.get("/orgs/newsroom/digest.html").status_code == 401
@@ -105,8 +115,10 @@ def test_markdown_bundle_and_digest_over_http(private: tuple[httpx.Client, Path,
     assert bundle.text.count("\n---\n\n# ") == 38
 
 
-def test_a_public_org_needs_no_token(demo_db: Path, tmp_path: Path) -> None:
-    db = copy_db(demo_db, tmp_path / "feedmd.db")
+def test_a_public_org_needs_no_token(
+    demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    db = copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
     with serving(create_app(db)) as http:
         answer = http.get("/orgs/newsroom.jsonl")
         assert answer.status_code == 200 and len(answer.text.splitlines()) == 38

@@ -221,7 +221,15 @@ def test_report_counts_every_outcome(site: Site, store: Store) -> None:
     assert report.failed == 1
     assert report.status == "partial"
     assert report.exit_code == 3
-    assert set(report.seconds) == {"fetch", "stage1", "scrape", "stage2", "store", "deliver"}
+    assert set(report.seconds) == {
+        "fetch",
+        "stage1",
+        "scrape",
+        "stage2",
+        "events",
+        "store",
+        "deliver",
+    }
     second = run(store, make_config([("org", "a", feed)], server), now=at(13))
     assert second.feeds_not_modified == 1
     # the 404 is fetched again: inside its grace period (item_retry_gone_grace_hours)

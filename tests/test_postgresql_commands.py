@@ -50,12 +50,12 @@ def test_the_demo_writes_the_same_feeds_on_postgresql(pg_url: str, tmp_path: Pat
         assert postgresql_text == sqlite_text, name
 
 
-def test_the_demo_refuses_a_database_with_runs(pg_url: str, tmp_path: Path) -> None:
+def test_the_demo_refuses_a_database_with_runs(demo_pg: str, tmp_path: Path) -> None:
     from feedmd.errors import ConfigError
 
-    run_demo(tmp_path / "one", echo=lambda _: None, database=pg_url)
     with pytest.raises(ConfigError, match="already holds runs"):
-        run_demo(tmp_path / "two", echo=lambda _: None, database=pg_url)
+        run_demo(tmp_path / "two", echo=lambda _: None, database=demo_pg)
+    assert not (tmp_path / "two" / "feedmd.db").exists()
 
 
 @pytest.fixture(scope="module")

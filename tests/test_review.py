@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import copy_of
 from test_serve import serving
 
 from feedmd import overrides
@@ -24,7 +25,6 @@ from feedmd.demo import run_demo
 from feedmd.review import chart, passages, queries
 from feedmd.server import create_app
 from feedmd.store import open_store
-from feedmd.store.copy import copy_store
 from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
 
@@ -101,12 +101,10 @@ class Site:
 
 
 @pytest.fixture
-def site(demo_db: Path, database: str, backend: str, tmp_path: Path) -> Iterator[Site]:
-    if backend == "sqlite":
-        db_path: Path | str = copy_db(demo_db, Path(database))
-    else:
-        copy_store(demo_db, database)
-        db_path = database
+def site(
+    demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Site]:
+    db_path = copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
     db = open_store(db_path)  # applies 0008 if the demo store predates it
     db.add_endpoint(
         EndpointSpec("http://127.0.0.1:9/hook", "org", "newsroom", "HOOK_SECRET"), utcnow()

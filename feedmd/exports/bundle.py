@@ -2,7 +2,9 @@
 markdown``).
 
 Each item is a front-matter header (YAML: id, url, title, publisher, published, language,
-tokens, tier, also_published_by) and its prose. Items go into ``bundle-001.md``,
+tokens, tier, event, also_published_by, also_covered_by) and its prose; an export holds
+one entry per event (``exports/events.py``), the event's other members under
+``also_covered_by``. Items go into ``bundle-001.md``,
 ``bundle-002.md``, ... in order, each file holding as many whole items as fit in
 ``max_tokens`` (the estimate of ``text.py``, headers included); an item is never split, and
 one larger than the budget alone gets a file of its own (the only way a file exceeds it).
@@ -49,6 +51,16 @@ def item_markdown(item: OutputItem) -> str:
                 lines.append(f"    {key}: {_scalar(copy[key])}")
     else:
         lines.append("also_published_by: []")
+    event = data["event"]
+    lines.append(f"event: {_scalar(event['id'] if event else None)}")
+    if data["also_covered_by"]:
+        lines.append("also_covered_by:")
+        for other in data["also_covered_by"]:
+            lines.append(f"  - publisher: {_scalar(other['publisher'])}")
+            for key in ("url", "title", "score"):
+                lines.append(f"    {key}: {_scalar(other[key])}")
+    else:
+        lines.append("also_covered_by: []")
     lines += ["---", "", f"# {data['title']}", "", data["text"], ""]
     return "\n".join(lines) + "\n"
 

@@ -1,10 +1,12 @@
 """The newsletter digest: a period's kept items as one readable document
 (``feedmd export --format html`` or ``--format digest-markdown``).
 
-One story per kept item of the period, newest first: its canonical article (title,
-publisher, published time, first paragraph of its prose, link) and "also covered by":
-the copies merged into it (publisher, link, the rule that merged them) and the items stage
-2 found similar to it or it to them (a "similar" tier, kept as their own stories too).
+One story per event of the period (a kept item in no event is one story), newest first:
+its canonical article (title, publisher, published time, first paragraph of its prose,
+link) and "also covered by": the copies merged into it (publisher, link, the rule that
+merged them), the event's other items (kind 'event', ``exports/events.py``) and the items
+stage 2 found similar to it or it to them (a "similar" tier, kept as their own stories
+too).
 
 The templates are Jinja2, shipped in ``feedmd/exports/templates`` and replaceable with
 ``--template FILE``; they get ``title``, ``period``, ``generated`` and ``stories`` (a list
@@ -38,7 +40,7 @@ class Coverage:
     publisher: str
     url: str
     title: str
-    kind: str  # 'copy' (merged into the story) or 'similar'
+    kind: str  # 'copy' (merged into the story), 'event' (same event) or 'similar'
     rule: str | None
 
 
@@ -125,6 +127,10 @@ def stories(items: Sequence[OutputItem]) -> list[Story]:
                 *(
                     Coverage(a.publisher, a.url, a.title, "copy", a.rule)
                     for a in item.also_published_by
+                ),
+                *(
+                    Coverage(m.publisher, m.url, m.title, "event", None)
+                    for m in (item.event.others if item.event else ())
                 ),
                 *similar[item.item_id],
             ),

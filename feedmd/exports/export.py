@@ -6,11 +6,12 @@ answers with 400.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from feedmd.exports import cursor
+from feedmd.exports.events import one_per_event
 
 if TYPE_CHECKING:
     from feedmd.store import Store
@@ -63,6 +64,13 @@ class Selection:
 
 
 def select(store: Store, request: Request) -> Selection:
+    """The items ``request`` asks for, one per event (``exports/events.py``), and the
+    cursor to pass as ``since`` next time (see ``_select``)."""
+    chosen = _select(store, request)
+    return replace(chosen, items=one_per_event(chosen.items))
+
+
+def _select(store: Store, request: Request) -> Selection:
     """The items ``request`` asks for and the cursor to pass as ``since`` next time.
 
     jsonl and markdown: the items that became visible as kept after the cursor, in that

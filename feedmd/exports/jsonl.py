@@ -6,8 +6,10 @@ Each object: ``id`` (the stable id of every feedmd output, ``feedmd:ORG:FEED:ITE
 when the page gave none), ``tokens`` (``text.estimate_tokens`` of ``text``), ``language``,
 ``tier`` (stage 2's verdict: ``different``, ``similar``, ``no digest``, or null for an item
 nothing came near or a reviewer restored), ``possible_duplicate_of`` (for ``similar``:
-the item it resembles), and ``also_published_by`` (the merged copies: publisher, url,
-title, rule, score).
+the item it resembles), ``also_published_by`` (the merged copies: publisher, url,
+title, rule, score), ``event`` (the JSON Feed's ``_feedmd.event``: id, canonical, size,
+members) and ``also_covered_by`` (the event's other members: publisher, url, title,
+score). An export holds one entry per event (``exports/events.py``).
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ def record(item: OutputItem) -> dict[str, Any]:
                 "score": a.score,
             }
             for a in item.also_published_by
+        ],
+        "event": render.event_object(item),
+        "also_covered_by": [
+            {"publisher": m.publisher, "url": m.url, "title": m.title, "score": m.score}
+            for m in (item.event.others if item.event else ())
         ],
     }
 

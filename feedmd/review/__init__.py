@@ -9,6 +9,8 @@ Pages (server-rendered with Jinja2, a small CSS file, no JavaScript, no build st
   items merged into it, with stage, rule, score, threshold, publisher and time);
 - ``/review/items/{id}``: an item's explain trail (``feedmd.explain``), its evidence
   excerpts, window and scope, its overrides, and the "Not a duplicate" / "Merge" forms;
+- ``/review/events/{id}``: an event's items, each with a "Not the same event" form
+  (``events.py``);
 - ``/review/search?q=``: items by URL, title or publisher (``explain.find_items``);
 - ``/review/login`` and ``/review/logout``: the org token in an HttpOnly cookie.
 
@@ -18,6 +20,14 @@ change what is in ``auth.py``. Every page sends a strict Content-Security-Policy
 
 from __future__ import annotations
 
-from feedmd.review.views import ReviewContext, routes
+from starlette.routing import Route
+
+from feedmd.review import events, views
+from feedmd.review.views import ReviewContext
 
 __all__ = ["ReviewContext", "routes"]
+
+
+def routes(context: ReviewContext) -> list[Route]:
+    """Every review route, bound to ``context``."""
+    return [*views.routes(context), *events.routes(context)]

@@ -54,6 +54,7 @@ NOTICES = {
     "restored": "Item {item} is back in its feed; its webhooks are queued.",
     "merged": "Item {item} is now marked a duplicate of item {other}.",
     "retry": "Item {item} is due: the next run fetches its page again.",
+    "split": "Item {item} is now an event of its own, apart from event {other}.",
     "signed-in": "Signed in.",
     "signed-out": "Signed out.",
 }

@@ -146,7 +146,9 @@ def deliver(
 
 
 def sync_configuration(store: Store, config: Config) -> None:
-    """Store what the configuration says about delivery: which feeds are public, and the
-    webhook endpoints (so ``feedmd serve --db`` alone keeps delivering after a restart)."""
+    """Store what the configuration says about delivery: which feeds are public, each
+    feed's event_mode, and the webhook endpoints (so ``feedmd serve --db`` alone keeps
+    delivering after a restart)."""
     store.set_public({feed.name: bool(getattr(feed, "public", False)) for feed in config.feeds})
+    store.set_event_modes({feed.name: feed.event_mode for feed in config.feeds})
     store.sync_endpoints(webhooks.endpoint_specs(config), utcnow())

@@ -19,7 +19,7 @@ Kind = Literal["not_duplicate", "merge"]
 # The rule an overridden item shows in its trail and in `feedmd explain`.
 OVERRIDE_RULE = "override"
 # The steps of a run, in the order the report's timings are shown (pipeline.py).
-STEPS = ("fetch", "stage1", "scrape", "stage2", "store", "deliver")
+STEPS = ("fetch", "stage1", "scrape", "stage2", "events", "store", "deliver")
 
 
 @dataclass(frozen=True)

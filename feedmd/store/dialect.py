@@ -22,8 +22,9 @@ Migrations are written once in SQLite's DDL; ``translate_ddl`` maps it to Postgr
 (INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA, ``INTEGER PRIMARY KEY`` ->
 an identity key, ``WITHOUT ROWID`` dropped, TEXT -> ``TEXT COLLATE "C"``: SQLite compares
 and orders text by its bytes, and so does the C collation, whatever the database's locale,
-so names sort and ISO timestamps compare the same on both). A migration that cannot be translated
-(triggers, SQLite functions) has its PostgreSQL text in ``migrations/postgresql/``.
+so names sort and ISO timestamps compare the same on both). A migration that cannot be
+translated (triggers, SQLite functions) has its PostgreSQL text in
+``migrations/postgresql/``.
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ def backend_of(database: str) -> str:
 
 
 def sqlite_path(database: str) -> str:
-    """The file of a SQLite database given as a path or as ``sqlite:///path``."""
+    """The file of a SQLite database given as a path or as a URL, as SQLAlchemy writes
+    them: ``sqlite:///feedmd.db`` (relative), ``sqlite:////var/lib/feedmd/feedmd.db``."""
     text = str(database)
-    return text[len(_SQLITE_SCHEME) - 1 :] if text.startswith(_SQLITE_SCHEME) else text
+    return text[len(_SQLITE_SCHEME) :] if text.startswith(_SQLITE_SCHEME) else text
 
 
 def database_errors() -> tuple[type[BaseException], ...]:

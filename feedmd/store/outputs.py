@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from feedmd.store.events import EventInfo, events_of
 from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso, parse_iso
 
@@ -71,6 +72,8 @@ class OutputItem:
     markdown: str
     also_published_by: tuple[AlsoPublished, ...]
     verdict: Verdict
+    # the event the item belongs to (None: grouped by no run, events off or model absent)
+    event: EventInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,16 @@ _ITEM_SELECT = (
 )
 
 
+# A feed in event_mode 'one-per-event' shows an item only when no earlier kept item of the
+# same feed is in its event (published_at, then id, as the outputs order them).
+ONE_PER_EVENT = (
+    "(f.event_mode != 'one-per-event' OR NOT EXISTS (SELECT 1 FROM item_events e"
+    " JOIN item_events e2 ON e2.event_id = e.event_id JOIN items i2 ON i2.id = e2.item_id"
+    " WHERE e.item_id = i.id AND i2.feed_id = i.feed_id AND i2.decision = 'kept'"
+    " AND (i2.published_at, i2.id) < (i.published_at, i.id)))"
+)
+
+
 def _with_duplicates(conn: Connection, rows: list[Any]) -> list[OutputItem]:
     also: dict[int, list[AlsoPublished]] = {row[0]: [] for row in rows}
     for chunk in chunks(list(also)):
@@ -107,10 +120,13 @@ def _with_duplicates(conn: Connection, rows: list[Any]) -> list[OutputItem]:
             chunk,
         ):
             also[dup[0]].append(AlsoPublished(*dup[1:]))
-    return [_output_item(row, tuple(also[row[0]])) for row in rows]
+    events = events_of(conn, list(also))
+    return [_output_item(row, tuple(also[row[0]]), events.get(row[0])) for row in rows]
 
 
-def _output_item(row: Any, also: tuple[AlsoPublished, ...]) -> OutputItem:
+def _output_item(
+    row: Any, also: tuple[AlsoPublished, ...], event: EventInfo | None = None
+) -> OutputItem:
     evidence = json.loads(row[13] or "{}")
     tier = evidence.get("verdict")
     similar = tier == "similar" and row[16] is not None
@@ -136,6 +152,7 @@ def _output_item(row: Any, also: tuple[AlsoPublished, ...]) -> OutputItem:
             score=row[15] if similar else None,
             possible_duplicate_of=related,
         ),
+        event=event,
     )
 
 
@@ -226,11 +243,12 @@ class Outputs(Connected):
 
         ``before`` is the id of the last item of the previous page (keyset paging: a page
         boundary never shifts when new items arrive, so a reader never sees an item twice).
+        A feed whose event_mode is 'one-per-event' lists only its first item of each event.
         """
         where = ["i.decision = 'kept'"]
         params: list[Any] = []
         if feed is not None:
-            where.append("f.name = ?")
+            where += ["f.name = ?", ONE_PER_EVENT]
             params.append(feed)
         if org is not None:
             where.append("o.name = ?")
@@ -330,8 +348,10 @@ class Outputs(Connected):
             seqs = self._conn.execute(
                 "SELECT v.item_id, MAX(v.seq) FROM visibility v JOIN items i ON i.id = v.item_id"
                 f" WHERE i.decision = 'kept' AND {' AND '.join(where)}"
-                " GROUP BY v.item_id ORDER BY MAX(v.seq) LIMIT ?",
-                (*params, -1 if limit is None else limit),
+                " GROUP BY v.item_id ORDER BY MAX(v.seq)"
+                # no LIMIT at all for none: SQLite's LIMIT -1 is an error on PostgreSQL
+                + (" LIMIT ?" if limit is not None else ""),
+                (*params, *([] if limit is None else [limit])),
             ).fetchall()
             items = self.items_by_id([row[0] for row in seqs])
         finally:

@@ -19,6 +19,7 @@ from feedmd.stages import retry
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
+from feedmd.store.events import EventRow, write_events
 from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
 from feedmd.store.schema import Connected, Connection, inserted_id, to_signed64, transaction
 from feedmd.timeutil import iso
@@ -139,10 +140,12 @@ class RunWrites(Connected):
         settings: Settings,
         now: datetime,
         retries: RetryBatch | None = None,
+        events: Sequence[EventRow] = (),
     ) -> StoredItems:
         """Write the run's feeds state, bodies and items in one transaction; with
         ``retries``, also the attempts and the recovered items' decisions (``stage2`` then
-        holds the decisions of the items fetched again, by their entry keys)."""
+        holds the decisions of the items fetched again, by their entry keys); with
+        ``events``, the kept items' event decisions (``feedmd/store/events.py``)."""
         version = prose_settings_version(settings)
         # the items fetched again keep their ids: this run's matches may point at them
         ids: dict[str, int] = {d.key: d.item_id for d in retries.due} if retries else {}
@@ -224,6 +227,7 @@ class RunWrites(Connected):
                     conn, run_id, retries, stage2, again, ids, body_ids, now
                 )
                 kept += recovered
+            write_events(conn, events, ids)
             sync_dirty(conn)  # the keys of whatever else this transaction changed
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
