@@ -2,7 +2,8 @@
 ``DIE=before|after:name:n`` kills the process with SIGKILL at the n-th call of
 ``Store.<name>`` (before it runs, or once it returned), to hit the narrow windows a random
 kill rarely finds; ``PAUSE=name:path`` holds the first call of ``Store.<name>`` until the
-file at ``path`` exists (a run that keeps its lease as long as a test needs)."""
+file at ``path`` exists (a run that keeps its lease as long as a test needs), and marks that
+it got there with the file ``path.paused``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -37,6 +39,8 @@ def install(store_class: type, environ: Mapping[str, str] = os.environ) -> None:
         held = getattr(store_class, name)
 
         def paused(*args: Any, **kwargs: Any) -> Any:
+            if not os.path.exists(release):
+                Path(f"{release}.paused").touch()  # the test may now act on the paused run
             ends = time.monotonic() + 300
             while not os.path.exists(release) and time.monotonic() < ends:
                 time.sleep(0.02)

@@ -271,7 +271,7 @@ def test_sigterm_lets_the_run_finish_then_gives_the_claim_back(
 ) -> None:
     release = tmp_path / "go"
     worker = network.start("--json", "--poll-interval", "0.1", pause=f"persist:{release}")
-    wait_until(lambda: len(held_claims(network)) == 1, what="a claim")
+    wait_until(lambda: Path(f"{release}.paused").exists(), what="the run's store step")
     worker.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     assert worker.poll() is None  # still finishing its run
@@ -290,8 +290,9 @@ def test_sigterm_lets_the_run_finish_then_gives_the_claim_back(
 def test_a_second_sigint_interrupts_the_run_and_still_gives_everything_back(
     network: Network, tmp_path: Path
 ) -> None:
-    worker = network.start("--json", pause=f"persist:{tmp_path / 'never'}")
-    wait_until(lambda: len(held_claims(network)) == 1, what="a claim")
+    never = tmp_path / "never"
+    worker = network.start("--json", pause=f"persist:{never}")
+    wait_until(lambda: Path(f"{never}.paused").exists(), what="the run to reach its store step")
     worker.send_signal(signal.SIGINT)
     time.sleep(0.3)
     worker.send_signal(signal.SIGINT)
