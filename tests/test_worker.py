@@ -249,17 +249,19 @@ def test_a_worker_killed_mid_run_is_taken_over_and_its_items_delivered_once(
 
 @pytest.mark.both_backends
 def test_a_live_worker_renews_its_claim_past_the_expiry(network: Network, tmp_path: Path) -> None:
-    """A run paused for three claim lifetimes keeps its org: the other worker runs the rest
-    and never that one."""
+    """A run paused for over two claim lifetimes keeps its org: the other worker runs the
+    rest and never that one. (3 s claims, renewed every second: a shorter one can run out
+    while a loaded machine starves the renewing thread.)"""
     release = tmp_path / "go"
-    slow = network.start(
-        "--once", "--json", "--worker-claim-seconds", "1", pause=f"persist:{release}"
-    )
-    wait_until(lambda: len(held_claims(network)) == 1, what="a claim")
+    claim = ("--worker-claim-seconds", "3")
+    slow = network.start("--once", "--json", *claim, pause=f"persist:{release}")
+    wait_until(lambda: Path(f"{release}.paused").exists(), what="the run's store step")
     (held,) = held_claims(network)
-    other = finish(network.start("--once", "--json", "--worker-claim-seconds", "1"), timeout=120)
-    time.sleep(3)  # three lifetimes of a 1 s claim: only renewal keeps it
-    assert [row.owner for row in held_claims(network)] == [held.owner]
+    paused_at = time.monotonic()
+    other = finish(network.start("--once", "--json", *claim), timeout=120)
+    time.sleep(max(0.0, 7 - (time.monotonic() - paused_at)))  # past two lifetimes
+    (now_held,) = held_claims(network)
+    assert now_held.owner == held.owner and now_held.expires_at > held.expires_at  # renewed
     release.touch()
     first = finish(slow)
     assert first["runs"] == 1 and other["runs"] == 5
