@@ -13,10 +13,10 @@ below holds every item that can match:
 - headlines (simhash within ``k <= 3`` bits): one of the four 16-bit blocks is equal;
 - CJK: the lead-token bucket (the gate: other leads never match);
 - bodies: on TLSH, the earliest body within the reprint distance and the closest within
-  the similar-tier radius (a scan of the window's 35-byte digests in window order, in
-  chunks, through ``TlshIndex``: at radius 100 a good share of any window is "within",
-  so only those two are read); and the bodies sharing a sampled shingle hash: the
-  shingle matcher's own candidates (``ShingleIndex``).
+  the similar-tier radius (every digest of the window, read as packed columns from
+  ``digest_packs`` and scored by ``tlsh_scan.scan``: at radius 100 a good share of any
+  window is "within", so only those two are read); and the bodies sharing a sampled
+  shingle hash: the shingle matcher's own candidates (``ShingleIndex``).
 
 Two statistics are over the whole window, not over matches: the subject gate's casing
 sightings and the CJK gram frequencies. They come as sums over the window for just the
@@ -48,8 +48,9 @@ from feedmd.stages import cjk
 from feedmd.stages.bodies import sample_keys
 from feedmd.stages.headlines import Headline, as_fraction, match_headlines, normalize_headline
 from feedmd.stages.title_index import TitleIndex
-from feedmd.stages.tlsh_index import TlshIndex
+from feedmd.stages.tlsh_scan import scan
 from feedmd.stages.urls import normalize_url, publisher_host, url_hash
+from feedmd.store import digest_packs
 from feedmd.store.keys import CAPITAL, GRAM, LEAD, LOWER, SIMHASH, TOKEN, simhash_blocks
 from feedmd.store.schema import chunks, to_unsigned64
 from feedmd.timeutil import iso, parse_iso
@@ -57,8 +58,6 @@ from feedmd.timeutil import iso, parse_iso
 # Postings counted per token to rank the batch's tokens rarest first: enough to tell a
 # rare token from a common one, bounded so a very common token costs little to count.
 RARITY_CAP = 2000
-# Window digests scanned per TlshIndex pass: bounds memory whatever the window holds.
-DIGEST_CHUNK = 65536
 _MAX_BLOCKED_BITS = len(SIMHASH) - 1
 
 
@@ -363,31 +362,38 @@ def _near_digests(
     """For each ``(digest, feed id or None for the org scope)``, the two window bodies of
     its scope that stage 2's TLSH side can name: the earliest within
     ``tlsh_max_distance`` (a reprint) and the closest within ``similar_tlsh_distance``,
-    the earliest among equals (``stage2.judge``). Window order is (published, item id),
-    the order digests are scanned in; the others within the radius decide nothing (they
-    are neither first nor closest, and the run's own bodies all come after them)."""
+    the earliest among equals (``stage2.judge``). Window order is (published, item id);
+    the others within the radius decide nothing (they are neither first nor closest, and
+    the run's own bodies all come after them). Every window digest is compared, read in
+    packs (``digest_packs``) and scored by ``tlsh_scan.scan``."""
+    if not queries:
+        return set()
     radius = settings.similar_tlsh_distance
     hit_limit = min(settings.tlsh_max_distance, radius)
-    hits: list[int | None] = [None] * len(queries)
-    best: list[tuple[int, int] | None] = [None] * len(queries)
-    cursor = conn.execute(
-        "SELECT item_id, feed_id, tlsh FROM body_digests WHERE org_id = ? AND published_at >= ?"
-        " ORDER BY published_at, item_id",
-        (org_id, cutoff),
-    )
-    while rows := cursor.fetchmany(DIGEST_CHUNK):
-        index: TlshIndex[tuple[int, int]] = TlshIndex()
-        index.extend_raw(b"".join(row[2] for row in rows), [(row[0], row[1]) for row in rows])
-        for number, (digest, feed) in enumerate(queries):
-            for (item, item_feed), distance in index.within(digest, radius):
-                if feed is not None and item_feed != feed:
-                    continue
-                if hits[number] is None and distance <= hit_limit:
-                    hits[number] = item
-                found = best[number]
-                if found is None or distance < found[0]:
-                    best[number] = (distance, item)
-    return {item for item in hits if item is not None} | {pair[1] for pair in best if pair}
+    window = digest_packs.window_digests(conn, org_id, cutoff)
+    allowed = []
+    for _, feed in queries:
+        mask = window.inside
+        if feed is not None:
+            in_feed = window.feed_ids == feed
+            mask = in_feed if mask is None else mask & in_feed
+        allowed.append(mask)
+    answers = scan(window.columns, [digest for digest, _ in queries], radius, hit_limit, allowed)
+    item_ids = window.item_ids
+    named: set[int] = set()
+    for answer in answers:
+        named.update(int(item_ids[position]) for position, _ in answer.hits)
+        named.update(int(item_ids[position]) for position in answer.nearest)
+    published = digest_packs.published_of(conn, org_id, named)
+    found: set[int] = set()
+    for answer in answers:
+        hits = [int(item_ids[position]) for position, _ in answer.hits]
+        if hits:
+            found.add(min(hits, key=lambda item: (published[item], item)))
+        nearest = [int(item_ids[position]) for position in answer.nearest]
+        if nearest:
+            found.add(min(nearest, key=lambda item: (published[item], item)))
+    return found
 
 
 def _bodies(conn: sqlite3.Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:

@@ -30,6 +30,7 @@ from feedmd.stages import cjk
 from feedmd.stages.bodies import sample_keys
 from feedmd.stages.subject_gate import casing_counts
 from feedmd.stages.tlsh_index import decode_digest
+from feedmd.store import digest_packs
 from feedmd.store.schema import chunks, to_unsigned64
 
 TOKEN = 0
@@ -150,6 +151,7 @@ def insert_rows(
         " VALUES (?, ?, ?, ?, ?)",
         digests,
     )
+    digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
 
 def drop_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
@@ -169,6 +171,7 @@ def drop_item_keys(conn: sqlite3.Connection, item_ids: Iterable[int]) -> None:
         "DELETE FROM body_digests WHERE org_id = ? AND published_at = ? AND item_id = ?",
         [row[:3] for row in digests],
     )
+    digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
 
 def kept_items_of_bodies(conn: sqlite3.Connection, body_ids: Iterable[int]) -> list[int]:
