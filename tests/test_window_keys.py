@@ -21,7 +21,7 @@ from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
 from feedmd.stages.scrape import fingerprint
-from feedmd.store import SeedItem, Store, digest_packs, open_store
+from feedmd.store import SeedItem, Store, candidates, digest_packs, open_store
 from feedmd.store.candidates import _near_digests
 from feedmd.timeutil import iso
 
@@ -391,14 +391,17 @@ def _packs_in_step(store: Store) -> int:
     return sum(1 for row in packs if row[4])
 
 
-@pytest.mark.parametrize("pack_items", [4096, 5])
+@pytest.mark.parametrize(("pack_items", "few"), [(4096, 256), (5, 0)])
 @pytest.mark.parametrize("scope", ["feed", "org"])
 def test_stage1_and_stage2_decide_the_same_through_keys(
-    tmp_path: Path, scope: str, pack_items: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scope: str, pack_items: int, few: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the default pack size the corpus is all in the newest (unpacked) range; with
-    5 ids a pack, in ~40 packs, some cut by the window cutoff."""
+    5 ids a pack, in ~40 packs, some cut by the window cutoff. Headline candidates come
+    from the rarest tokens' postings (the corpus is small: every token is rare) or, with
+    ``FEW_CANDIDATES`` 0, from counting every token's postings."""
     monkeypatch.setattr(digest_packs, "PACK_ITEMS", pack_items)
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     settings = dataclasses.replace(Settings(), dedup_scope=scope)
     corpus = _seed(tmp_path, settings)
     assert (_packs_in_step(corpus.store) > 10) == (pack_items == 5)
@@ -475,7 +478,11 @@ def test_tlsh_candidates_equal_a_brute_force_scan(
     assert near > 10
 
 
-def test_simhash_matches_come_through_the_blocks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("few", [256, 0])
+def test_simhash_matches_come_through_the_blocks(
+    tmp_path: Path, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     settings = dataclasses.replace(
         Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
     )
@@ -556,3 +563,47 @@ def test_keys_follow_any_writer_of_items(tmp_path: Path, monkeypatch: pytest.Mon
         )
     _both_ways(corpus, settings)
     _packs_in_step(store)
+
+
+@pytest.mark.parametrize("few", [256, 0])
+def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
+    tmp_path: Path, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fewest shared tokens a match can have, on both sides of each rule: Jaccard
+    3 of 4 tokens each (3/5 = 0.6, a match) and 2 of 4 (no); containment of a 5-token
+    headline in a 10-token one (5 of 5, a match) and 4 of 5 (0.8 < 0.85, no). Through
+    the rarest tokens and through counting every token's postings."""
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
+    settings = dataclasses.replace(Settings(), subject_gate=False, simhash_max_bits=-1)
+    store = open_store(tmp_path / "window.db")
+    stored = [
+        "Alpha bravo charlie delta",
+        "Golf hotel india juliet kilo",
+        *[f"Filler{n} alpha golf hotel" for n in range(30)],  # common tokens, long postings
+    ]
+    ids = store.seed_items(
+        [
+            SeedItem(stage1.prepare(_entry(n, "f1", title, NOW - timedelta(hours=1), "a.example")))
+            for n, title in enumerate(stored)
+        ],
+        settings,
+        NOW,
+    )
+    cases = {
+        "Alpha bravo charlie echo": ids[0],
+        "Alpha bravo foxtrot echo": None,
+        "Golf hotel india juliet kilo lima mike november oscar papa": ids[1],
+        "Golf hotel india juliet lima mike november oscar papa quebec": None,
+    }
+    batch = [
+        _entry(100 + n, "f1", title, NOW - timedelta(minutes=5), "b.example")
+        for n, title in enumerate(cases)
+    ]
+    for entry, expected in zip(batch, cases.values(), strict=True):
+        snapshot = store.snapshot([entry], settings, NOW)
+        decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
+        reference = stage1.decide(
+            [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
+        ).decisions[entry.key]
+        assert decided == reference
+        assert (decided.matched.item_id if decided.matched else None) == expected, entry.title
