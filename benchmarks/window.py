@@ -2,11 +2,13 @@
 
 1. Seed (once per N and seed, cached in ``benchmarks/.cache/``) a store with N kept items
    of one org and feed, published over the 47 hours before the run: headlines generated
-   with the token distribution of real titles (``stage1.HeadlineGenerator``, 20% light
-   rewrites of recent ones), bodies of 2-4 KB prose drawn from the eval set's sentences
-   and fingerprinted with feedmd's own ``scrape.fingerprint`` (TLSH, shingles) in worker
-   processes, rows and candidate keys written through ``Store.seed_items``. The seeded
-   bodies keep their digest and shingles, not their text (the window never reads it).
+   with the token distribution of real titles (``stage1.HeadlineGenerator`` seeded per
+   chunk of 2,000, 20% light rewrites of the chunk's recent ones), bodies of 1.2-2.4 KB
+   prose drawn from the eval set's sentences, fingerprinted in worker processes by a fast
+   path equal to feedmd's ``scrape.fingerprint`` (TLSH, shingles; five items a chunk are
+   checked against it), rows and candidate keys written through ``Store.seed_items`` in
+   bulk-load mode. The seeded bodies keep their digest and shingles, not their text (the
+   window never reads it).
 2. Serve, on a loopback fixture site, per run a feed of ``--new`` entries: light rewrites of
    stored headlines, reprints of stored bodies, and fresh stories, each an article page.
 3. Time ``--runs`` real runs (``pipeline.run``: fetch, stage 1, scrape, stage 2, store;
