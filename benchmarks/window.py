@@ -439,6 +439,7 @@ def _check(db: Path, root: Path) -> dict[str, Any]:
     store = open_store(db)
     settings = Settings()
     checked = differing = 0
+    full = None  # the whole window of the one org: the same for every run, loaded once
     for rows in runs.values():
         entries = [
             _entry(url.split(f"{HOST}/", 1)[1], title, datetime.fromisoformat(published))
@@ -446,7 +447,7 @@ def _check(db: Path, root: Path) -> dict[str, Any]:
         ]
         texts = {entry.key: text for entry, (*_, text) in zip(entries, rows, strict=True)}
         known = store.known_entries(entries)
-        full = store.full_snapshot(entries, settings, NOW)
+        full = full or store.full_snapshot(entries, settings, NOW)
         reference = stage1.decide(entries, full, known, settings, NOW)
         keyed = stage1.decide(entries, store.snapshot(entries, settings, NOW), known, settings, NOW)
         pages = {
@@ -471,7 +472,6 @@ def _check(db: Path, root: Path) -> dict[str, Any]:
             differing += (
                 keyed.decisions.get(key) != decision or second_keyed.get(key, decision) != final
             )
-        del full
     store.close()
     return {"checked": checked, "differing": differing}
 
