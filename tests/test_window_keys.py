@@ -596,7 +596,7 @@ def test_keys_follow_any_writer_of_items(
 
 @pytest.mark.parametrize("few", [256, 0])
 def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
-    database: str, few: int, monkeypatch: pytest.MonkeyPatch
+    store: Store, few: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fewest shared tokens a match can have, on both sides of each rule: Jaccard
     3 of 4 tokens each (3/5 = 0.6, a match) and 2 of 4 (no); containment of a 5-token
@@ -604,7 +604,6 @@ def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
     the rarest tokens and through counting every token's postings."""
     monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     settings = dataclasses.replace(Settings(), subject_gate=False, simhash_max_bits=-1)
-    store = open_store(database)
     stored = [
         "Alpha bravo charlie delta",
         "Golf hotel india juliet kilo",
