@@ -90,7 +90,7 @@ def catch_up(
     keep waiting."""
     out = CaughtUp()
     waiting = store.pending_events(orgs, settings.event_catchup_per_run)
-    total = store.pending_event_count(orgs)
+    out.remaining = store.pending_event_count(orgs) - len(waiting)
     if not waiting:
         return out
     kept = [p for p in waiting if p.kept]
@@ -114,7 +114,6 @@ def catch_up(
                 run_since_iso,
                 out,
             )
-    out.remaining = total - len(waiting)
     return out
 
 
