@@ -187,10 +187,11 @@ class EventScan:
             if not rows:
                 return
             self.rows_read += len(rows)
-            ids = [int(r[0]) for r in rows]
-            blobs = [r[1] for r in rows]
+            # columns at C speed (no per-row Python work): the ids stay as the backend
+            # gave them (int) and the vectors are joined once by ``stored_cosines``
+            ids, blobs, published = zip(*rows, strict=True)
             if keyed:
-                yield ids, blobs, [(str(r[2]), int(r[0])) for r in rows]
+                yield ids, blobs, [(str(p), int(i)) for p, i in zip(published, ids, strict=True)]
             else:
                 yield ids, blobs
             if len(rows) < self._block_rows:
