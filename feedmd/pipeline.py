@@ -138,6 +138,8 @@ def run(
                     if deliver_outputs
                     else deliver.Delivered(0)
                 )
+                if deliver_outputs:  # files whose items' events changed (caught up)
+                    deliver.refresh_files(store, config, events.caught_up_ids, output_dir)
             report = build_report(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )

@@ -6,6 +6,8 @@ its own publication time. Real pipeline, real model, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from conftest import Site, at, make_config
 from test_events_run import COUNCIL, POPE_A, POPE_B, events_by_title, one_run
 
 from feedmd import explain, overrides
+from feedmd.config import OutputConfig
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.store import Store
@@ -167,3 +170,30 @@ def test_a_restored_item_merged_again_before_its_catch_up_stops_waiting(
     report = again(store, site)
     assert (report.events_caught_up, report.events_waiting) == (0, 0)
     assert waiting(store) == [] and store.item_event(copy) is None
+
+
+def test_a_catch_up_rewrites_the_files_of_the_event(
+    store: Store, site: Site, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    output = OutputConfig(directory=str(out), base_url="http://feeds.test")
+    one_run(store, site, [(POPE_A, 8), (POPE_A, 9)])
+    first, copy = (
+        row[0]
+        for row in store._conn.execute(
+            "SELECT id FROM items WHERE title_raw = ? ORDER BY published_at", (POPE_A,)
+        )
+    )
+    overrides.restore(store, copy, "reviewer", at(20))
+    config = dataclasses.replace(
+        make_config([("o", "news", "http://feeds.example/news.rss")], site.server, events=True),
+        output=output,
+    )
+    report = run(store, config, now=at(21), force=True)
+    assert (report.new, report.events_caught_up) == (0, 1)
+    items = json.loads((out / "news.json").read_text())["items"]
+    assert len(items) == 2  # the restored item is listed, with the event it joined
+    for item in items:
+        event = item["_feedmd"]["event"]
+        assert event is not None and event["size"] == 2
+        assert event["id"].endswith(f":event:{first}")

@@ -66,6 +66,11 @@ class EventOutcome:
     remaining: int = 0
 
     @property
+    def caught_up_ids(self) -> list[int]:
+        """The ids of the waiting items this run placed in events."""
+        return [int(row.key) for row in self.rows[: self.caught_up]]
+
+    @property
     def opened(self) -> int:
         """The run's own items that opened an event of their own."""
         return len(self.rows) - self.caught_up - self.joined
