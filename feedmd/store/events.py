@@ -339,6 +339,20 @@ class Events(Connected):
         ).fetchone()
         return ItemEvent(*row, *(split or (None, None)))
 
+    def joined_events(self, item_ids: Sequence[int]) -> list[ItemEvent]:
+        """The event decisions of the items among ``item_ids`` that joined an earlier
+        item's event (the review page's run view), in the order of ``item_ids``."""
+        found: dict[int, ItemEvent] = {}
+        for chunk in chunks(list(dict.fromkeys(item_ids))):
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(
+                "SELECT item_id, event_id, joined_item_id, score, threshold, model, veto"
+                f" FROM item_events WHERE item_id IN ({marks}) AND joined_item_id IS NOT NULL",
+                list(chunk),
+            ):
+                found[int(row[0])] = ItemEvent(*row)
+        return [found[i] for i in dict.fromkeys(item_ids) if i in found]
+
     def event_member_ids(self, event_id: int) -> list[int]:
         """The ids of every kept item of an event, oldest first (the review page)."""
         return [
