@@ -116,7 +116,7 @@ def run(
                 final = decide_bodies(with_retries, pages, bodies, settings, now)
                 retries = _retry_batch(config, first, due, final, now)
             with timer.step("events"):  # 4, the kept items' events
-                events = group_events(store, with_retries, final, settings, now)
+                events = group_events(store, with_retries, final, settings, now, orgs=config.orgs)
             with timer.step("store"):  # 5
                 stored = store.persist(
                     run_id,
@@ -128,6 +128,8 @@ def run(
                     now,
                     retries=retries,
                     events=events.rows,
+                    event_pending=events.pending,
+                    events_resolved=events.resolved,
                 )
             with timer.step("deliver"):  # 6
                 items = [*lease.recovered_items, *stored.kept]
@@ -136,11 +138,13 @@ def run(
                     if deliver_outputs
                     else deliver.Delivered(0)
                 )
+                if deliver_outputs:  # files whose items' events changed (caught up)
+                    deliver.refresh_files(store, config, events.caught_up_ids, output_dir)
             report = build_report(
                 run_id, iso(now), fetched, first, pages, final, delivered, timer.seconds
             )
             report = with_retry_counts(report, retries, stored.retries_expired)
-            report = with_event_counts(report, events.joined, events.opened, events.error)
+            report = with_event_counts(report, events)
             report = dataclasses.replace(report, feeds_not_due=fetch.not_due(specs, now, force))
         except BaseException as exc:
             store.fail_run(run_id, utcnow(), f"{type(exc).__name__}: {exc}")

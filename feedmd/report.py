@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from feedmd.models import Decision, FeedResult, Page, Stage1Result
 
@@ -66,6 +66,10 @@ class RunReport:
     events_joined: int = 0
     events_opened: int = 0
     events_error: str | None = None
+    # kept items of earlier runs (or restored by a reviewer) placed in events by this run,
+    # and how many still wait for one (docs/events.md "Caught up later")
+    events_caught_up: int = 0
+    events_waiting: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data."""
@@ -102,7 +106,8 @@ class RunReport:
             f"  delivered    {self.delivered} to files, {self.webhook_delivered} webhook "
             f"messages ({self.webhook_failed_attempts} failed attempts)",
             f"  events       {self.events_joined} joined an earlier item's event, "
-            f"{self.events_opened} opened one",
+            f"{self.events_opened} opened one; {self.events_caught_up} earlier items "
+            f"caught up, {self.events_waiting} still waiting",
             f"  time         {timing}",
         ]
         if self.events_error:
@@ -176,16 +181,48 @@ def build_report(
     )
 
 
-def with_event_counts(report: RunReport, joined: int, opened: int, error: str | None) -> RunReport:
+def with_event_counts(report: RunReport, events: EventCounts) -> RunReport:
     """The report with the event step's counts; a run whose event step failed (the model
-    absent) is partial, so the exit code says that its items were kept without events."""
+    absent) is partial, so the exit code says that its items were kept without events
+    (they wait for a later run)."""
     return replace(
         report,
-        events_joined=joined,
-        events_opened=opened,
-        events_error=error,
-        status="partial" if error else report.status,
+        events_joined=events.joined,
+        events_opened=events.opened,
+        events_error=events.error,
+        events_caught_up=events.caught_up,
+        events_waiting=events.remaining,
+        status="partial" if events.error else report.status,
     )
+
+
+class EventCounts(Protocol):
+    """What the report reads of the event step's outcome (``feedmd.events.step``)."""
+
+    @property
+    def joined(self) -> int:
+        """The run's items that joined an earlier item's event."""
+        ...
+
+    @property
+    def opened(self) -> int:
+        """The run's items that opened an event."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why the step could not run."""
+        ...
+
+    @property
+    def caught_up(self) -> int:
+        """Waiting items placed in events by this run."""
+        ...
+
+    @property
+    def remaining(self) -> int:
+        """Items still waiting for an event."""
+        ...
 
 
 def with_retry_counts(report: RunReport, retries: RetryBatch, expired: int) -> RunReport:

@@ -70,7 +70,8 @@ class PostgresServer:
             command = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(map(_quote, args))]
         else:
             command = args
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+        # from /: the postgres user may not enter the test's working folder
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
 
     def _start(self) -> str:
         bin_dir = _bin_dir()

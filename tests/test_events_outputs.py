@@ -203,6 +203,11 @@ def test_the_review_page_shows_the_event_and_splits_an_item(world: World) -> Non
         assert signed.status_code == 303  # the token kept in a cookie
         page = http.get(f"/review/events/{event_id}")
         assert page.text.count("Not the same event</button>") == 3
+        # the run view lists the items that joined an event (org g's only: p is private)
+        run_view = http.get("/review/runs/1").text
+        assert "Joined an event (2)" in run_view
+        assert run_view.count('class="event-joined"') == 2
+        assert f'href="/review/events/{event_id}">event {event_id}</a>' in run_view
         item_page = http.get(f"/review/items/{c}")
         assert f'href="/review/events/{event_id}"' in item_page.text
         assert "joined" in item_page.text

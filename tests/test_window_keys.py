@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
+import tlsh
 from conftest import at, fixture_bodies
 
 from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
 from feedmd.stages.scrape import fingerprint
-from feedmd.store import SeedItem, Store, open_store
+from feedmd.store import SeedItem, Store, candidates, digest_packs, open_store
+from feedmd.store.candidates import _near_digests
+from feedmd.timeutil import iso
 
 pytestmark = pytest.mark.both_backends
 
@@ -387,13 +390,43 @@ def _both_ways(corpus: Corpus, settings: Settings) -> tuple[Counter[str], Counte
     return first_rules, second
 
 
+def _packs_in_step(store: Store) -> int:
+    """Every pack equals a fresh build from body_digests, and only the newest range of an
+    org is unpacked; returns how many packs hold records."""
+    conn = store._conn
+    packs = conn.execute("SELECT * FROM digest_packs ORDER BY org_id, pack").fetchall()
+    with store._conn:
+        for org_id, pack, *_ in packs:
+            digest_packs._build(conn, org_id, pack)
+    assert conn.execute("SELECT * FROM digest_packs ORDER BY org_id, pack").fetchall() == packs
+    for (org_id,) in conn.execute("SELECT DISTINCT org_id FROM body_digests").fetchall():
+        last = conn.execute(
+            "SELECT MAX(item_id) FROM body_digests WHERE org_id = ?", (org_id,)
+        ).fetchone()[0]
+        assert (digest_packs._sealed(conn, org_id) or 0) >= last // digest_packs.PACK_ITEMS - 1
+    assert digest_packs.behind(conn) == []
+    return sum(1 for row in packs if row[4])
+
+
 @pytest.mark.both_backends(slow_on_postgresql=True)
+@pytest.mark.parametrize(("pack_items", "few"), [(4096, 256), (5, 0)])
 @pytest.mark.parametrize("scope", ["feed", "org"])
 def test_stage1_and_stage2_decide_the_same_through_keys(
-    seeded: Callable[..., Corpus], scope: str
+    seeded: Callable[..., Corpus],
+    scope: str,
+    pack_items: int,
+    few: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With the default pack size the corpus is all in the newest (unpacked) range; with
+    5 ids a pack, in ~40 packs, some cut by the window cutoff. Headline candidates come
+    from the rarest tokens' postings (the corpus is small: every token is rare) or, with
+    ``FEW_CANDIDATES`` 0, from counting every token's postings."""
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", pack_items)
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     settings = dataclasses.replace(Settings(), dedup_scope=scope)
     corpus = seeded(settings)
+    assert (_packs_in_step(corpus.store) > 10) == (pack_items == 5)
     first, second = _both_ways(corpus, settings)
     # both sides of the thresholds were met
     rules = ["url", "jaccard", "containment", "cjk", "kept", "blocked"]
@@ -405,8 +438,75 @@ def test_stage1_and_stage2_decide_the_same_through_keys(
     assert any(key.startswith("kept:similar-") for key in second), second
 
 
+def _brute_near(
+    rows: list[tuple[int, int, str, str]], digest: str, feed: int | None, settings: Settings
+) -> set[int]:
+    """The two bodies stage 2 can name, by ``tlsh.diff`` over the window rows in window
+    order (published, item id): the first within the reprint distance, the closest."""
+    hit = best = None
+    for item_id, item_feed, _, other in sorted(rows, key=lambda row: (row[2], row[0])):
+        if feed is not None and item_feed != feed:
+            continue
+        distance = tlsh.diff(digest, other)
+        if distance > settings.similar_tlsh_distance:
+            continue
+        if hit is None and distance <= min(
+            settings.tlsh_max_distance, settings.similar_tlsh_distance
+        ):
+            hit = item_id
+        if best is None or distance < best[0]:
+            best = (distance, item_id)
+    return {item for item in (hit, best[1] if best else None) if item is not None}
+
+
 @pytest.mark.both_backends(slow_on_postgresql=True)
-def test_simhash_matches_come_through_the_blocks(seeded: Callable[..., Corpus]) -> None:
+@pytest.mark.parametrize("pack_items", [4096, 5, 1])
+def test_tlsh_candidates_equal_a_brute_force_scan(
+    seeded: Callable[..., Corpus], pack_items: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window's digests as packs (some cut by the window cutoff) and the newest range:
+    for each new digest, in org and feed scope, the same two bodies as ``tlsh.diff`` over
+    every row of the window; the records read are exactly the window's."""
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", pack_items)
+    settings = Settings()
+    corpus = seeded(settings)
+    conn = corpus.store._conn
+    cutoff = iso(NOW - timedelta(hours=settings.dedup_window_hours))
+    org_id = conn.execute("SELECT id FROM orgs").fetchone()[0]
+    rows = [
+        (item_id, feed_id, published, "T1" + raw.hex().upper())
+        for item_id, feed_id, published, raw in conn.execute(
+            "SELECT item_id, feed_id, published_at, tlsh FROM body_digests"
+        )
+    ]
+    inside = [row for row in rows if row[2] >= cutoff]
+    assert len(inside) < len(rows)  # some stored digests are older than the window
+    window = digest_packs.window_digests(conn, org_id, cutoff)
+    read = window.item_ids if window.inside is None else window.item_ids[window.inside]
+    assert sorted(read.tolist()) == sorted(row[0] for row in inside)
+    digests = [
+        fingerprint(Page(url_hash="x", url="", org="o", status="ok", markdown=text), settings)
+        for text in corpus.bodies.values()
+        if text
+    ]
+    queries = [page.digest for page in digests if page.digest][:40]
+    feeds = sorted({row[1] for row in rows})
+    near = 0
+    for feed in (None, *feeds):
+        scoped = [(digest, feed) for digest in queries]
+        found = _near_digests(conn, org_id, cutoff, scoped, settings)
+        expected = set().union(*(_brute_near(inside, d, feed, settings) for d in queries))
+        assert found == expected
+        near += len(expected)
+    assert near > 10
+
+
+@pytest.mark.both_backends(slow_on_postgresql=True)
+@pytest.mark.parametrize("few", [256, 0])
+def test_simhash_matches_come_through_the_blocks(
+    seeded: Callable[..., Corpus], few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     settings = dataclasses.replace(
         Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
     )
@@ -424,7 +524,10 @@ def test_settings_the_keys_cannot_serve_read_the_whole_window(
 
 
 @pytest.mark.both_backends(slow_on_postgresql=True)
-def test_keys_follow_overrides_and_backfill(seeded: Callable[..., Corpus]) -> None:
+def test_keys_follow_overrides_and_backfill(
+    seeded: Callable[..., Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", 5)
     settings = Settings()
     corpus = seeded(settings)
     store = corpus.store
@@ -440,17 +543,38 @@ def test_keys_follow_overrides_and_backfill(seeded: Callable[..., Corpus]) -> No
     assert store.sync_window_keys() > 0
     assert store.sync_window_keys() == 0
     assert store.snapshot(corpus.batch, settings, NOW) == before
-    # a merged item leaves the window's keys; a restored one comes back
+    _packs_in_step(store)
+    # a merged item leaves the window's keys (and its pack); a restored one comes back
     kept = before.headlines[0].item_id
     store.merge_item(kept, before.headlines[1].item_id, "tester", NOW)
+    _packs_in_step(store)
     _both_ways(corpus, settings)
     store.restore_item(kept, "tester", NOW)
+    _packs_in_step(store)
     _both_ways(corpus, settings)
 
 
-def test_keys_follow_any_writer_of_items(seeded: Callable[..., Corpus]) -> None:
+def test_digests_stored_before_the_packs_are_packed_before_a_read(
+    seeded: Callable[..., Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store migrated to 0013 with its digests already stored: the first read packs
+    them, and decides as the whole window does."""
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", 5)
+    settings = Settings()
+    corpus = seeded(settings)
+    with corpus.store._conn:
+        corpus.store._conn.execute("DELETE FROM digest_packs")
+    assert digest_packs.behind(corpus.store._conn)
+    _both_ways(corpus, settings)
+    assert _packs_in_step(corpus.store) > 10
+
+
+def test_keys_follow_any_writer_of_items(
+    seeded: Callable[..., Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A writer that knows nothing of the keys (a retry recovering a failed item, a
     script): the triggers list what it changed, the next read recomputes it."""
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", 5)
     settings = Settings()
     corpus = seeded(settings)
     store = corpus.store
@@ -467,3 +591,47 @@ def test_keys_follow_any_writer_of_items(seeded: Callable[..., Corpus]) -> None:
             " (SELECT id FROM items WHERE decision = 'kept' ORDER BY id LIMIT 5)"
         )
     _both_ways(corpus, settings)
+    _packs_in_step(store)
+
+
+@pytest.mark.parametrize("few", [256, 0])
+def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
+    store: Store, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fewest shared tokens a match can have, on both sides of each rule: Jaccard
+    3 of 4 tokens each (3/5 = 0.6, a match) and 2 of 4 (no); containment of a 5-token
+    headline in a 10-token one (5 of 5, a match) and 4 of 5 (0.8 < 0.85, no). Through
+    the rarest tokens and through counting every token's postings."""
+    monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
+    settings = dataclasses.replace(Settings(), subject_gate=False, simhash_max_bits=-1)
+    stored = [
+        "Alpha bravo charlie delta",
+        "Golf hotel india juliet kilo",
+        *[f"Filler{n} alpha golf hotel" for n in range(30)],  # common tokens, long postings
+    ]
+    ids = store.seed_items(
+        [
+            SeedItem(stage1.prepare(_entry(n, "f1", title, NOW - timedelta(hours=1), "a.example")))
+            for n, title in enumerate(stored)
+        ],
+        settings,
+        NOW,
+    )
+    cases = {
+        "Alpha bravo charlie echo": ids[0],
+        "Alpha bravo foxtrot echo": None,
+        "Golf hotel india juliet kilo lima mike november oscar papa": ids[1],
+        "Golf hotel india juliet lima mike november oscar papa quebec": None,
+    }
+    batch = [
+        _entry(100 + n, "f1", title, NOW - timedelta(minutes=5), "b.example")
+        for n, title in enumerate(cases)
+    ]
+    for entry, expected in zip(batch, cases.values(), strict=True):
+        snapshot = store.snapshot([entry], settings, NOW)
+        decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
+        reference = stage1.decide(
+            [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
+        ).decisions[entry.key]
+        assert decided == reference
+        assert (decided.matched.item_id if decided.matched else None) == expected, entry.title

@@ -8,6 +8,7 @@ one event ("Pope Leo to have surgery" in 30 wordings). One job per module:
 - ``vetoes``   templated headlines of different events: numbers, directions, subjects
 - ``grouper``  ``assign_events``: pure decisions against an ``EventWindow``
 - ``scan``     the blocked exact scan a store uses to answer ``EventWindow.nearest``
+- ``step``     a run's event step; ``catchup`` the items that waited for their event
 
 docs/events.md has the model choice, its licence and checksum, and the measurements.
 """

@@ -129,7 +129,8 @@ class MemoryWindow:
         ]
 
 
-def _merged(first: list[Neighbour], second: list[Neighbour], k: int) -> list[Neighbour]:
+def merge_neighbours(first: list[Neighbour], second: list[Neighbour], k: int) -> list[Neighbour]:
+    """The best ``k`` of two candidate lists, best first, each item once."""
     seen: set[str] = set()
     out: list[Neighbour] = []
     for neighbour in sorted(first + second, key=lambda n: -n.score):
@@ -156,7 +157,7 @@ def assign_events(
     decisions: list[EventDecision] = []
     vectors = as_stored(np.stack([item.vector for item in new_items])) if new_items else []
     for item, vector in zip(new_items, vectors, strict=True):
-        candidates = _merged(
+        candidates = merge_neighbours(
             window.nearest(vector, MAX_CANDIDATES, threshold),
             batch.nearest(vector, MAX_CANDIDATES, threshold),
             MAX_CANDIDATES,

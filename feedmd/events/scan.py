@@ -10,7 +10,9 @@ the window's size. Measured by ``python benchmarks/run.py events`` (docs/events.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,18 +25,30 @@ BLOCK_ROWS = 16_384
 
 def scan_blocks(
     queries: np.ndarray,
-    blocks: Iterable[tuple[Sequence[str], Sequence[bytes]]],
+    blocks: Iterable[tuple[Sequence[Any], Sequence[bytes]] | tuple[Any, ...]],
     k: int,
     min_score: float,
-) -> list[list[tuple[str, float]]]:
+    limits: Sequence[tuple[Any, Any]] | None = None,
+) -> list[list[tuple[Any, float]]]:
     """For each query row, up to ``k`` (item id, cosine) with cosine >= ``min_score``, best
-    first, over every block of stored vectors."""
+    first, over every block of stored vectors (ids, stored bytes).
+
+    With ``limits`` (one ``(low, high)`` per query), each block also carries its rows'
+    sort keys, ascending across blocks, and a query only sees the rows whose key is
+    ``>= low`` and ``< high`` (an item caught up later sees the window as of its own
+    publication time, ``feedmd/events/catchup.py``)."""
     queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-    best: list[list[tuple[float, str]]] = [[] for _ in range(len(queries))]
-    for ids, blobs in blocks:
+    best: list[list[tuple[float, Any]]] = [[] for _ in range(len(queries))]
+    for block in blocks:
+        ids, blobs = block[0], block[1]
         if not len(ids):
             continue
-        scores = stored_cosines(list(blobs), queries)  # rows: stored, columns: queries
+        scores = stored_cosines(blobs, queries)  # rows: stored, columns: queries
+        if limits is not None:
+            keys = block[2]
+            for column, (low, high) in enumerate(limits):
+                scores[: bisect_left(keys, low), column] = -np.inf
+                scores[bisect_left(keys, high) :, column] = -np.inf
         rows, columns = np.nonzero(scores >= min_score)
         for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
             best[column].append((float(scores[row, column]), ids[row]))

@@ -8,10 +8,11 @@ rows for ``Store.persist`` to write in the run's one transaction with the items,
 killed at any point stores both or neither.
 
 With ``events`` off nothing here runs and the model is never loaded. When the model cannot
-be loaded (``EventModelMissing``: the package or its weights absent), the run keeps its
-items without an event: the error goes into the run report (the run ends ``partial``, exit
-code 3) and the log, and the next run tries again for its own items. Items kept without an
-event stay without one (docs/events.md).
+be loaded (``EventModelMissing``: the package or its weights absent) or encode, the run
+keeps its items without an event: the error goes into the run report (the run ends
+``partial``, exit code 3) and the log, and the items are recorded as waiting for their
+event; later runs with events on catch them up, oldest first, a capped number per run
+(``feedmd/events/catchup.py``, docs/events.md).
 """
 
 from __future__ import annotations
@@ -22,38 +23,57 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+import numpy as np
+
 from feedmd.errors import EventModelMissing
+from feedmd.events.catchup import catch_up
 from feedmd.events.encoder import E5Encoder, Encoder
 from feedmd.events.grouper import (
     MAX_CANDIDATES,
     EventItem,
     EventWindow,
     MemoryWindow,
+    Neighbour,
     assign_events,
+    merge_neighbours,
 )
 from feedmd.events.vectors import as_stored, to_stored
 from feedmd.models import Candidate, Decision, Stage1Result
 from feedmd.settings import Settings
 from feedmd.store import Store
 from feedmd.store.events import EventRow, Ref
+from feedmd.timeutil import iso
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class EventOutcome:
-    """What the event step decided: one row per kept item to store, how many joined an
-    earlier item's event, and the error that kept the step from running (None when it
-    ran or was off)."""
+    """What the event step decided: one row per kept item to store (this run's, keyed by
+    entry key, and the caught-up ones, keyed by ``str(item id)``), how many of the run's
+    items joined an earlier item's event, the run's kept items left waiting for an event
+    (``pending``: entry keys, when the model could not load or encode), the waiting rows
+    to drop (``resolved``), how many waiting items were caught up and how many still wait,
+    and the error that kept the step from running (None when it ran or was off)."""
 
     rows: tuple[EventRow, ...] = ()
     joined: int = 0
     error: str | None = None
+    pending: tuple[str, ...] = ()
+    resolved: tuple[int, ...] = ()
+    caught_up: int = 0
+    caught_up_joined: int = 0
+    remaining: int = 0
+
+    @property
+    def caught_up_ids(self) -> list[int]:
+        """The ids of the waiting items this run placed in events."""
+        return [int(row.key) for row in self.rows[: self.caught_up]]
 
     @property
     def opened(self) -> int:
-        """Items that opened an event of their own."""
-        return len(self.rows) - self.joined
+        """The run's own items that opened an event of their own."""
+        return len(self.rows) - self.caught_up - self.joined
 
 
 @lru_cache(maxsize=4)
@@ -80,29 +100,41 @@ def group_events(
     settings: Settings,
     now: datetime,
     encoder: Encoder | None = None,
+    orgs: Sequence[str] = (),
 ) -> EventOutcome:
-    """Place the run's kept items in events (see the module docstring)."""
+    """Place the run's kept items in events, after catching up the waiting items of
+    ``orgs`` (``feedmd/events/catchup.py``; see the module docstring)."""
     if not settings.events:
         return EventOutcome()
     kept = kept_candidates(stage, final)
-    if not kept:
-        return EventOutcome()
     encoder = encoder or encoder_for(settings.event_model_path)
+    since = now - timedelta(hours=settings.dedup_window_hours)
     try:
-        vectors = encoder.encode([c.entry.title for c in kept])
-    except EventModelMissing as exc:
-        log.error("events: %s; %d kept items stored without an event", exc, len(kept))
-        return EventOutcome(error=str(exc))
+        caught = catch_up(store, orgs, settings, encoder, iso(since))
+        vectors = encoder.encode([c.entry.title for c in kept]) if kept else None
+    except (EventModelMissing, OSError, RuntimeError) as exc:
+        waiting = store.pending_event_count(orgs) + len(kept)
+        log.error(
+            "events: %s; %d kept items stored without an event, %d now wait for one",
+            exc,
+            len(kept),
+            waiting,
+        )
+        pending = tuple(c.key for c in kept)
+        return EventOutcome(error=str(exc), pending=pending, remaining=waiting)
+    rows = list(caught.rows)
+    joined = 0
     scopes: dict[tuple[str, str | None], list[int]] = {}
     for n, candidate in enumerate(kept):
         feed = candidate.entry.feed if settings.dedup_scope == "feed" else None
         scopes.setdefault((candidate.entry.org, feed), []).append(n)
-    since = now - timedelta(hours=settings.dedup_window_hours)
-    rows: list[EventRow] = []
-    joined = 0
     for (org, feed), members in scopes.items():
+        assert vectors is not None
         items = [EventItem(kept[n].key, kept[n].entry.title, vectors[n]) for n in members]
         window = _window(store, org, feed, since, encoder.name, items, settings)
+        earlier = caught.windows.get((org, feed))
+        if earlier is not None:
+            window = _Both(window, earlier)
         batch = {item.item_id for item in items}
         for item, decision in zip(
             items, assign_events(items, window, settings, encoder.name), strict=True
@@ -122,7 +154,29 @@ def group_events(
                     vetoed=vetoed,
                 )
             )
-    return EventOutcome(tuple(rows), joined)
+    return EventOutcome(
+        tuple(rows),
+        joined,
+        resolved=tuple(caught.resolved),
+        caught_up=caught.count,
+        caught_up_joined=caught.joined,
+        remaining=caught.remaining,
+    )
+
+
+class _Both:
+    """The stored window and the items caught up in this run, as one ``EventWindow``."""
+
+    def __init__(self, stored: EventWindow, caught: MemoryWindow) -> None:
+        self._stored = stored
+        self._caught = caught
+
+    def nearest(self, vector: np.ndarray, k: int, min_score: float) -> list[Neighbour]:
+        return merge_neighbours(
+            self._stored.nearest(vector, k, min_score),
+            self._caught.nearest(vector, k, min_score),
+            k,
+        )
 
 
 def _window(

@@ -191,6 +191,8 @@ def run_page(context: ReviewContext, request: Request) -> Response:
         in_run = {item.id for item in items}
         outside = [i.matched_item_id for i in items if i.matched_item_id not in in_run]
         canonicals = store.item_rows([i for i in outside if i is not None])
+        joined = store.joined_events([i.id for i in items if i.decision == "kept"])
+    titles = {item.id: item.title for item in items}
     clusters = queries.clusters(items, [c for c in canonicals if viewer.can_see(c.org)])
     failed = [item for item in items if item.decision == "failed"]
     return _page(
@@ -201,6 +203,8 @@ def run_page(context: ReviewContext, request: Request) -> Response:
         merged=[c for c in clusters if c.members],
         alone=[c for c in clusters if not c.members],
         failed=failed,
+        joined=joined,
+        titles=titles,
         hidden=len(stored) - len(items),
     )
 

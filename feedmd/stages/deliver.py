@@ -81,6 +81,26 @@ def publish(
     return store.record_deliveries(run_id, kept, FILES_TARGET, now)
 
 
+def refresh_files(
+    store: Store, config: Config, item_ids: Sequence[int], output_dir: str | None = None
+) -> None:
+    """Rewrite the files of the feeds whose items' events changed without the feeds gaining
+    an item: the feeds of items placed in events late (``feedmd/events/catchup.py``) and of
+    the other members of their events. No delivery is recorded and no webhook is sent."""
+    directory = output_dir or config.output.directory
+    if not directory or not item_ids:
+        return
+    page_size = int(getattr(config.settings, "feed_page_size", DEFAULT_PAGE_SIZE))
+    members = set(item_ids)
+    for event in {info.event_id for info in store.events_of(item_ids).values()}:
+        members.update(store.event_member_ids(event))
+    for name in store.feeds_of_items(sorted(members)):
+        feed = store.find_feed(name)
+        if feed is not None:
+            items = store.kept_items(feed=name, limit=page_size)
+            write_feed_files(directory, feed, items, config.output.base_url)
+
+
 @dataclass(frozen=True)
 class WebhookCounts:
     """The webhook side of one step 6: messages newly queued (per-item and batch), and of

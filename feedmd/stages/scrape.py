@@ -10,6 +10,7 @@ reason, and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -26,6 +27,15 @@ from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
 from feedmd.stages.urls import host_of
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
+# One trafilatura extraction at a time in the process. Extraction runs in worker threads
+# (off the event loop), and trafilatura / lxml are not safe to run concurrently in
+# threads: native crashes (SIGSEGV, SIGABRT "munmap_chunk(): invalid pointer") are
+# reported upstream for concurrent extract() calls (adbar/trafilatura issues 840 and 925,
+# still open with 2.2.0). A run once died with SIGABRT "double free or corruption (out)"
+# at 300k stored items (issue 13); not reproduced here (benchmarks/README.md), so this
+# guards the known cause rather than a proven one. Extraction is CPU work under the GIL
+# on 2 cores: the fetches still overlap, which is what concurrency buys.
+_EXTRACTING = threading.Lock()
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
 
 PageKey = tuple[str, str]  # (org, page key)
@@ -154,18 +164,19 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
     if not body.strip():
         return replace(base, status="ok", no_digest_reason="empty page")
     try:
-        markdown = (
-            trafilatura.extract(
-                body,
-                url=base.url or None,
-                output_format="markdown",
-                include_comments=False,
-                include_links=True,
-                include_tables=True,
-                include_images=False,
+        with _EXTRACTING:
+            markdown = (
+                trafilatura.extract(
+                    body,
+                    url=base.url or None,
+                    output_format="markdown",
+                    include_comments=False,
+                    include_links=True,
+                    include_tables=True,
+                    include_images=False,
+                )
+                or ""
             )
-            or ""
-        )
     except Exception as exc:  # trafilatura on hostile HTML must not stop the run
         return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
     if len(markdown) > settings.max_markdown_chars:

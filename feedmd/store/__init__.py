@@ -15,6 +15,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     queue.py    webhook endpoints and the webhook delivery queue
     audit.py    explain, the review page, reviewers' overrides
     events.py   event vectors and decisions, the event window, "not the same event"
+    event_pending.py  kept items waiting for an event (caught up by later runs)
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
@@ -31,6 +32,7 @@ from feedmd.store.audit import Audit
 from feedmd.store.claims import ClaimRow, Claims, OrgClaim
 from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
 from feedmd.store.dialect import redact as display_database
+from feedmd.store.event_pending import EventPending
 from feedmd.store.events import Events
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
@@ -79,6 +81,7 @@ class Store(
     Queue,
     Audit,
     Events,
+    EventPending,
     History,
     Retries,
     Seeding,

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from feedmd.errors import OverrideError
+from feedmd.store.event_pending import RESTORED, add_pending
 from feedmd.store.keys import add_item_keys, drop_item_keys
 from feedmd.store.schema import Connected, chunks, inserted_id, transaction
 from feedmd.timeutil import iso, parse_iso
@@ -270,7 +271,8 @@ class Audit(Connected):
 
     def restore_item(self, item_id: int, who: str, now: datetime) -> tuple[Override, set[str]]:
         """ "Not a duplicate": mark a duplicate kept (rule ``override``, no match, no score)
-        and record the override; return it and the feeds whose files change."""
+        and record the override; the item waits for its event (the next runs of its org
+        with events on place it); return the override and the feeds whose files change."""
         with transaction(self._db) as conn:
             item = _state(conn, item_id)
             if item.decision != "duplicate" or item.matched_item_id is None:
@@ -283,6 +285,7 @@ class Audit(Connected):
                 (OVERRIDE_RULE, item_id),
             )
             add_item_keys(conn, [item_id])
+            add_pending(conn, [item_id], RESTORED, now)  # its event: the next runs
         return record, {item.feed, other.feed}
 
     def merge_item(

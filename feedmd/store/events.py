@@ -150,56 +150,84 @@ class EventScan:
         since: datetime,
         model: str,
         block_rows: int = BLOCK_ROWS,
+        until: datetime | None = None,
     ) -> None:
         self._conn = conn
         self._org_id = org_id
         self._feed_id = feed_id
         self._since = iso(since)
+        self._until = None if until is None else iso(until)
         self._model = model
         self._block_rows = block_rows
         self._found: dict[bytes, list[Neighbour]] = {}
         self.rows_read = 0
 
-    def _blocks(self) -> Iterator[tuple[list[str], list[bytes]]]:
+    def _blocks(self, keyed: bool = False) -> Iterator[tuple[Any, ...]]:
         """(item ids, stored vectors) of the window, ``block_rows`` at a time, in
-        (published_at, item id) order."""
+        (published_at, item id) order; with ``keyed`` also each row's (published_at, item
+        id)."""
         feed = "" if self._feed_id is None else " AND e.feed_id = ?"
+        until = "" if self._until is None else " AND e.published_at <= ?"
         after: tuple[str, int] = (self._since, -1)
         while True:
             params: list[Any] = [self._org_id, self._since, *after, self._model]
             if self._feed_id is not None:
                 params.append(self._feed_id)
+            if self._until is not None:
+                params.append(self._until)
             # no join with items here: an item a reviewer merged away since is dropped
             # from the few hits (``_details``), not looked up for every window row
             rows = self._conn.execute(
                 "SELECT e.item_id, e.vector, e.published_at FROM item_events e"
                 " WHERE e.org_id = ? AND e.published_at >= ?"
                 " AND (e.published_at, e.item_id) > (?, ?) AND e.model = ?"
-                f"{feed} ORDER BY e.published_at, e.item_id LIMIT ?",
+                f"{feed}{until} ORDER BY e.published_at, e.item_id LIMIT ?",
                 (*params, self._block_rows),
             ).fetchall()
             if not rows:
                 return
             self.rows_read += len(rows)
-            yield [str(r[0]) for r in rows], [r[1] for r in rows]
+            # columns at C speed (no per-row Python work): the ids stay as the backend
+            # gave them (int) and the vectors are joined once by ``stored_cosines``
+            ids, blobs, published = zip(*rows, strict=True)
+            if keyed:
+                yield ids, blobs, [(str(p), int(i)) for p, i in zip(published, ids, strict=True)]
+            else:
+                yield ids, blobs
             if len(rows) < self._block_rows:
                 return
             after = (str(rows[-1][2]), int(rows[-1][0]))
+
+    def neighbours(
+        self,
+        queries: np.ndarray,
+        k: int,
+        min_score: float,
+        limits: Sequence[tuple[tuple[str, int], tuple[str, int]]] | None = None,
+    ) -> list[list[Neighbour]]:
+        """Each query's up to ``k`` stored neighbours with cosine >= ``min_score``, best
+        first, in one pass over the window; with ``limits``, query n only sees the items
+        whose (published_at, item id) is ``>= low`` and ``< high`` of its pair."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        if not len(queries):
+            return []
+        hits = scan_blocks(queries, self._blocks(keyed=limits is not None), k, min_score, limits)
+        details = self._details({int(i) for found in hits for i, _ in found})
+        return [
+            [
+                Neighbour(str(item_id), *details[int(item_id)], score)
+                for item_id, score in found
+                if int(item_id) in details
+            ]
+            for found in hits
+        ]
 
     def prepare(self, queries: np.ndarray, k: int, min_score: float) -> None:
         """Compare every row of ``queries`` (vectors in their stored form, as the grouper
         compares them) with the whole window in one pass and keep each one's neighbours."""
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        if not len(queries):
-            return
-        hits = scan_blocks(queries, self._blocks(), k, min_score)
-        details = self._details({int(i) for found in hits for i, _ in found})
-        for vector, found in zip(queries, hits, strict=True):
-            self._found[vector.tobytes()] = [
-                Neighbour(item_id, *details[int(item_id)], score)
-                for item_id, score in found
-                if int(item_id) in details
-            ]
+        for vector, found in zip(queries, self.neighbours(queries, k, min_score), strict=True):
+            self._found[vector.tobytes()] = found
 
     def _details(self, item_ids: set[int]) -> dict[int, tuple[str, str]]:
         """{item id: (its event id, its title)} of the items among ``item_ids`` that are
@@ -270,10 +298,16 @@ class Events(Connected):
     """Event reads and writes beyond a run's own (which ``persist`` makes)."""
 
     def event_scan(
-        self, org: str, feed: str | None, since: datetime, model: str
+        self,
+        org: str,
+        feed: str | None,
+        since: datetime,
+        model: str,
+        until: datetime | None = None,
     ) -> EventScan | None:
         """The stored event window of an org (of one of its feeds with ``feed``) since
-        ``since``, for ``model``; None when the org (or feed) is not stored yet."""
+        ``since`` (and published at or before ``until``), for ``model``; None when the org
+        (or feed) is not stored yet."""
         row = self._conn.execute("SELECT id FROM orgs WHERE name = ?", (org,)).fetchone()
         if row is None:
             return None
@@ -283,7 +317,7 @@ class Events(Connected):
             if found is None:
                 return None
             feed_id = int(found[0])
-        return EventScan(self._conn, int(row[0]), feed_id, since, model)
+        return EventScan(self._conn, int(row[0]), feed_id, since, model, until=until)
 
     def events_of(self, item_ids: Sequence[int]) -> dict[int, EventInfo]:
         """{item id: its event} (see ``events_of``)."""
@@ -304,6 +338,20 @@ class Events(Connected):
             (item_id,),
         ).fetchone()
         return ItemEvent(*row, *(split or (None, None)))
+
+    def joined_events(self, item_ids: Sequence[int]) -> list[ItemEvent]:
+        """The event decisions of the items among ``item_ids`` that joined an earlier
+        item's event (the review page's run view), in the order of ``item_ids``."""
+        found: dict[int, ItemEvent] = {}
+        for chunk in chunks(list(dict.fromkeys(item_ids))):
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(
+                "SELECT item_id, event_id, joined_item_id, score, threshold, model, veto"
+                f" FROM item_events WHERE item_id IN ({marks}) AND joined_item_id IS NOT NULL",
+                list(chunk),
+            ):
+                found[int(row[0])] = ItemEvent(*row)
+        return [found[i] for i in dict.fromkeys(item_ids) if i in found]
 
     def event_member_ids(self, event_id: int) -> list[int]:
         """The ids of every kept item of an event, oldest first (the review page)."""

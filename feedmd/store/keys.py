@@ -29,6 +29,7 @@ from feedmd.stages import cjk
 from feedmd.stages.bodies import sample_keys
 from feedmd.stages.subject_gate import casing_counts
 from feedmd.stages.tlsh_index import decode_digest
+from feedmd.store import digest_packs
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.schema import Connection, chunks, has_table, to_unsigned64
 
@@ -163,6 +164,7 @@ def insert_rows(
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         digests,
     )
+    digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
 
 def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
@@ -182,6 +184,7 @@ def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
         "DELETE FROM body_digests WHERE org_id = ? AND published_at = ? AND item_id = ?",
         [row[:3] for row in digests],
     )
+    digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
 
 def kept_items_of_bodies(conn: Connection, body_ids: Iterable[int]) -> list[int]:

@@ -19,6 +19,7 @@ from feedmd.stages import retry
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.retry import RetryBatch
 from feedmd.stages.urls import host_of
+from feedmd.store.event_pending import MODEL_FAILED, add_pending, resolve_pending
 from feedmd.store.events import EventRow, write_events
 from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
 from feedmd.store.schema import Connected, Connection, inserted_id, to_signed64, transaction
@@ -141,11 +142,16 @@ class RunWrites(Connected):
         now: datetime,
         retries: RetryBatch | None = None,
         events: Sequence[EventRow] = (),
+        event_pending: Sequence[str] = (),
+        events_resolved: Sequence[int] = (),
     ) -> StoredItems:
         """Write the run's feeds state, bodies and items in one transaction; with
         ``retries``, also the attempts and the recovered items' decisions (``stage2`` then
         holds the decisions of the items fetched again, by their entry keys); with
-        ``events``, the kept items' event decisions (``feedmd/store/events.py``)."""
+        ``events``, the kept items' event decisions (``feedmd/store/events.py``; rows keyed
+        by ``str(item id)`` are waiting items caught up); ``event_pending``, the entry keys
+        of kept items left waiting for an event; ``events_resolved``, the ids of waiting
+        items whose wait ends (``feedmd/store/event_pending.py``)."""
         version = prose_settings_version(settings)
         # the items fetched again keep their ids: this run's matches may point at them
         ids: dict[str, int] = {d.key: d.item_id for d in retries.due} if retries else {}
@@ -227,7 +233,10 @@ class RunWrites(Connected):
                     conn, run_id, retries, stage2, again, ids, body_ids, now
                 )
                 kept += recovered
-            write_events(conn, events, ids)
+            caught = {str(item_id): item_id for item_id in events_resolved}
+            write_events(conn, events, {**caught, **ids})
+            add_pending(conn, [ids[k] for k in event_pending if k in ids], MODEL_FAILED, now)
+            resolve_pending(conn, events_resolved)
             sync_dirty(conn)  # the keys of whatever else this transaction changed
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 

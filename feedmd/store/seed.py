@@ -15,7 +15,7 @@ from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.store.keys import add_item_keys, keys_dirty
 from feedmd.store.runs import ENTRY_COLUMNS, entry_values
-from feedmd.store.schema import Connected, inserted_id, transaction
+from feedmd.store.schema import Connected, bulk_load_mode, inserted_id, transaction
 from feedmd.timeutil import iso
 
 
@@ -32,6 +32,11 @@ class SeedItem:
 
 class Seeding(Connected):
     """``seed_items``: the benchmark's and the tests' bulk loader."""
+
+    def bulk_load_mode(self) -> None:
+        """Load faster into a new store nothing else reads yet (``schema.bulk_load_mode``):
+        the benchmark seeds its cached stores so, under a temporary name."""
+        bulk_load_mode(self._conn)
 
     def seed_items(self, items: Sequence[SeedItem], settings: Settings, now: datetime) -> list[int]:
         """Store ``items`` (their feeds and orgs created as needed) under one run; return

@@ -19,9 +19,10 @@ from feedmd.models import (
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
+from feedmd.store import digest_packs
 from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
 from feedmd.store.keys import keys_dirty, sync_dirty
-from feedmd.store.schema import Connected, chunks, to_unsigned64, transaction
+from feedmd.store.schema import Connected, Connection, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso
 
 
@@ -102,12 +103,19 @@ class WindowReads(Connected):
         """Recompute the candidate keys of the items stored or changed since they were
         computed (all kept items, the first time after migration 0012), in one
         transaction; return how many."""
-        if not keys_dirty(self._conn):  # the usual case: no write lock taken
-            return 0
+        if not keys_dirty(self._conn) and not digest_packs.behind(self._conn):
+            return 0  # the usual case: no write lock taken
         if self._conn.in_transaction:
-            return sync_dirty(self._conn)
+            return self._sync(self._conn)
         with transaction(self._db) as conn:
-            return sync_dirty(conn)
+            return self._sync(conn)
+
+    @staticmethod
+    def _sync(conn: Connection) -> int:
+        done = sync_dirty(conn)
+        for org_id in digest_packs.behind(conn):  # digests stored before migration 0013
+            digest_packs.seal(conn, org_id)
+        return done
 
     def full_snapshot(
         self, entries: Sequence[Entry], settings: Settings, now: datetime
