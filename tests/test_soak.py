@@ -58,7 +58,8 @@ from typing import Any
 
 import pytest
 from conftest import STORY_WORDS, FeedItemSpec, Site, article_html, make_config, rss, story
-from test_webhooks import SECRET_ENV, QuietServer, verify
+from loopback import LoopbackServer
+from test_webhooks import SECRET_ENV, verify
 
 from feedmd import overrides, webhooks
 from feedmd.config import Config, WebhookConfig
@@ -168,19 +169,14 @@ class SoakReceiver:
         self.down: Any = None
         self.seen: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = QuietServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = LoopbackServer(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        return f"{self._server.base}/hook"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def accepted(self) -> list[dict[str, Any]]:
         return [seen for seen in self.seen if seen["status"] == 200]

@@ -19,13 +19,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, store_dump, story
+from loopback import LoopbackServer
 from standardwebhooks.webhooks import Webhook
 
 from feedmd import render, webhooks
@@ -58,14 +59,6 @@ def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
     )
 
 
-class QuietServer(ThreadingHTTPServer):
-    """A server that does not print a traceback when a client drops the connection (the
-    tests do that on purpose); click's CliRunner would mix it into a command's output."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return
-
-
 class Receiver:
     """A webhook receiver answering from a plan (an int status, 'hang', 'close',
     'redirect'), then ``default``; it records every request and whether it verified."""
@@ -76,20 +69,15 @@ class Receiver:
         self.default = default
         self.seen: list[dict[str, Any]] = []
         self.release = threading.Event()
-        self._server = QuietServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = LoopbackServer(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook?token=abc"
+        return f"{self._server.base}/hook?token=abc"
 
     def stop(self) -> None:
         self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self

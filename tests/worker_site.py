@@ -25,11 +25,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from conftest import FeedItemSpec, article_html, rss
+from loopback import LoopbackServer
 
 SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
@@ -156,13 +157,6 @@ def _story(rng: random.Random, vocabulary: list[str]) -> tuple[str, str, list[st
     return headline, rewrite, paragraphs
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return
-
-
 class Receiver:
     """A webhook receiver on 127.0.0.1: answers 200 to every POST, after checking its
     Standard Webhooks signature, and records (path, webhook-id, valid, body)."""
@@ -171,20 +165,16 @@ class Receiver:
         self.secret = secret
         self.seen: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        self._server = LoopbackServer(self._handler())
 
     @property
     def url(self) -> str:
         """The base URL; each org's endpoint is URL/ORG."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        return f"{self._server.base}/hook"
 
     def stop(self) -> None:
         """Stop serving."""
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def messages(self) -> Iterator[dict[str, Any]]:
         """A snapshot of the messages received so far."""
