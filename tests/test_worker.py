@@ -221,7 +221,9 @@ def test_two_workers_share_the_orgs_and_run_every_feed_once(
     assert check_network(network) == {"kept": 36, "runs": 6, "abandoned": 0}
 
 
-@pytest.mark.both_backends
+# The PostgreSQL variants of the kill and renewal tests are slow (12-13 s each): the
+# default run checks PostgreSQL claims in test_worker_claims.py and two workers above.
+@pytest.mark.both_backends(slow_on_postgresql=True)
 @pytest.mark.parametrize("point", ["after:persist:1", "before:persist:2"])
 def test_a_worker_killed_mid_run_is_taken_over_and_its_items_delivered_once(
     network: Network, point: str
@@ -247,7 +249,7 @@ def test_a_worker_killed_mid_run_is_taken_over_and_its_items_delivered_once(
         assert sum(network.server.count(url) for _, _, url in network.site.feeds) == 21
 
 
-@pytest.mark.both_backends
+@pytest.mark.both_backends(slow_on_postgresql=True)
 def test_a_live_worker_renews_its_claim_past_the_expiry(network: Network, tmp_path: Path) -> None:
     """A run paused for over two claim lifetimes keeps its org: the other worker runs the
     rest and never that one. (3 s claims, renewed every second: a shorter one can run out
