@@ -129,15 +129,19 @@ def _print_eval(report: dict[str, Any], as_json: bool, summary_keys: list[str]) 
         click.echo(f"{key}: {report[key]}")
 
 
-@eval_group.command("headlines")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option(
+# Both replays of a headlines file (stage 1's rules, the event model) batch it alike.
+batch_minutes_option = click.option(
     "--batch-minutes",
     type=float,
     default=60.0,
     show_default=True,
     help="Replay the headlines in batches of this many minutes, as a poller would.",
 )
+
+
+@eval_group.command("headlines")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@batch_minutes_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @config_option
 @setting_options(*HEADLINE_SETTINGS)
@@ -180,13 +184,7 @@ def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwa
     default=None,
     help="Only the first N headlines in time order (a deterministic subset).",
 )
-@click.option(
-    "--batch-minutes",
-    type=float,
-    default=60.0,
-    show_default=True,
-    help="Replay the headlines in batches of this many minutes, as a poller would.",
-)
+@batch_minutes_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @config_option
 @setting_options(*EVENT_SETTINGS)
