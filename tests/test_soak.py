@@ -58,8 +58,8 @@ from typing import Any
 
 import pytest
 from conftest import STORY_WORDS, FeedItemSpec, Site, article_html, make_config, rss, story
-from loopback import LoopbackServer
-from test_webhooks import SECRET_ENV, verify
+from loopback import LoopbackServer, QuietHandler, verify
+from test_webhooks import SECRET_ENV
 
 from feedmd import overrides, webhooks
 from feedmd.config import Config, WebhookConfig
@@ -184,15 +184,9 @@ class SoakReceiver:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
+                body, headers = self.read_post()
                 action = receiver.down or 200
                 with receiver._lock:
                     receiver.seen.append(

@@ -5,11 +5,8 @@ and sees the retries carry the same webhook-id and body. The schedule is driven 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
-import hashlib
-import hmac
 import json
 import logging
 import random
@@ -26,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, store_dump, story
-from loopback import LoopbackServer
+from loopback import LoopbackServer, QuietHandler, verify
 from standardwebhooks.webhooks import Webhook
 
 from feedmd import render, webhooks
@@ -43,20 +40,6 @@ pytestmark = pytest.mark.both_backends
 
 SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
 FAST = webhooks.WebhookPolicy(timeout_seconds=0.5)
-
-
-def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """Standard Webhooks verification in a few lines of the standard library (the README's
-    receiver example)."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    fresh = abs(time.time() - int(headers["webhook-timestamp"])) < 300
-    return fresh and any(
-        hmac.compare_digest(expected, sig.removeprefix("v1,"))
-        for sig in headers["webhook-signature"].split()
-        if sig.startswith("v1,")
-    )
 
 
 class Receiver:
@@ -82,15 +65,9 @@ class Receiver:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
+                body, headers = self.read_post()
                 receiver.seen.append(
                     {
                         "path": self.path,

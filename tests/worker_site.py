@@ -16,9 +16,6 @@ that verifies each signature and records every message.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import random
 import threading
@@ -30,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import FeedItemSpec, article_html, rss
-from loopback import LoopbackServer
+from loopback import LoopbackServer, QuietHandler, verify
 
 SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
@@ -184,19 +181,13 @@ class Receiver:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k.lower(): v for k, v in self.headers.items()}
+                body, headers = self.read_post()
                 record = {
                     "path": self.path,
                     "id": headers.get("webhook-id"),
-                    "valid": _verify(receiver.secret, headers, body),
+                    "valid": verify(receiver.secret, headers, body),
                     "data": json.loads(body)["data"],
                 }
                 with receiver._lock:
@@ -207,13 +198,3 @@ class Receiver:
                 self.wfile.write(b"ok")
 
         return Handler
-
-
-def _verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    key = base64.b64decode(secret.removeprefix("whsec_"))
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    return any(
-        hmac.compare_digest(expected, sig.removeprefix("v1,"))
-        for sig in headers.get("webhook-signature", "").split()
-    )
