@@ -20,6 +20,7 @@ from feedmd.evaluation.reprint_set import (
     DATELINES,
     SIGN_OFFS,
     build_reprint_set,
+    can_host,
     paragraphs,
     transplant,
     wire_edits,
@@ -148,6 +149,41 @@ def test_a_layout_that_keeps_its_story_elsewhere_is_refused() -> None:
     )
     assert transplant(twice, body("india"), ["new"]) is None
     assert transplant(layout("India", "india"), body("india"), ["new text"]) is not None
+
+
+def test_a_layout_refused_with_any_paragraphs_cannot_host() -> None:
+    good = layout("India", "india")
+    twice = good.replace("<footer>", f"<aside>{sentence('india', 2)}</aside><footer>")
+    json_ld = layout("Echo", "india", extra='<script>{"articleBody": "..."}</script>')
+    assert can_host(good, body("india"))
+    assert not can_host(twice, body("india"))
+    assert not can_host(json_ld, body("india"))
+    assert not can_host(layout("One", "india", count=1), body("india", 1))
+
+
+def test_on_real_pages_a_layout_that_cannot_host_refuses_every_transplant() -> None:
+    """The builder skips layouts ``can_host`` refuses: that must never skip a swap that
+    ``transplant`` would have made (checked against every other real page's body)."""
+    rows = [
+        json.loads(line)
+        for line in (EVAL / "pages" / "truth.jsonl").read_text("utf-8").splitlines()
+    ]
+    pages = {
+        row["id"]: (
+            gzip.decompress((EVAL / "pages" / "html" / f"{row['id']}.html.gz").read_bytes()).decode(
+                "utf-8"
+            ),
+            row["body"],
+        )
+        for row in rows[:40]
+    }
+    verdicts = {page_id: can_host(html, text) for page_id, (html, text) in pages.items()}
+    assert 0 < sum(verdicts.values()) < len(verdicts)  # both kinds among the real pages
+    for page_id, (html, text) in pages.items():
+        if not verdicts[page_id]:
+            for other_id, (_, other_text) in list(pages.items())[:10]:
+                if other_id != page_id:
+                    assert transplant(html, text, paragraphs(other_text)) is None
 
 
 def test_on_real_pages_the_bodies_land_inside_real_layouts(tmp_path: Path) -> None:
