@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import make_config
 
 from feedmd.cli import main
 from feedmd.errors import MigrationError, StoreError
+from feedmd.store import Store
 from feedmd.store.dialect import backend_of
 from feedmd.store.schema import (
     Migration,
@@ -128,3 +130,14 @@ def test_processes_opening_one_new_store_together_all_succeed(database: str) -> 
     opened = connect(db)
     assert list(applied_migrations(opened)) == [m.name for m in available_migrations()]
     opened.close()
+
+
+def test_feed_specs_come_in_the_order_named_and_leave_out_unknown_names(store: Store) -> None:
+    config = make_config([("o1", "a", "http://127.0.0.1:9/a"), ("o2", "b", "http://127.0.0.1:9/b")])
+    store.sync_feeds(config)
+    specs = store.feed_specs(["b", "missing", "a"])
+    assert [(spec.name, spec.org, spec.url) for spec in specs] == [
+        ("b", "o2", "http://127.0.0.1:9/b"),
+        ("a", "o1", "http://127.0.0.1:9/a"),
+    ]
+    assert store.feed_specs([]) == []
