@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Site, at, make_config
+from conftest import Site, at, event_packs_in_step, make_config
 from test_events_run import COUNCIL, POPE_A, POPE_B, events_by_title, one_run
 
 from feedmd import explain, overrides
 from feedmd.config import OutputConfig
 from feedmd.pipeline import run
 from feedmd.report import RunReport
-from feedmd.store import Store
+from feedmd.store import Store, event_packs
 
 pytestmark = pytest.mark.both_backends
 
@@ -135,9 +135,15 @@ def test_a_caught_up_item_sees_only_its_own_dedup_window(
     assert events_by_title(store)[POPE_B]["event"] == (POPE_A if joins else POPE_B)
 
 
-def test_a_restored_item_gets_its_event_from_the_next_run(store: Store, site: Site) -> None:
+def test_a_restored_item_gets_its_event_from_the_next_run(
+    store: Store, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one id a pack: the restored item's id lies in a range packed already, whose pack
+    # the catch-up rebuilds in its transaction
+    monkeypatch.setattr(event_packs, "PACK_ITEMS", 1)
     # the reprint of POPE_A's headline is a stage-1 duplicate: it gets no event
     one_run(store, site, [(POPE_A, 8), (POPE_A, 9), (COUNCIL, 10)])
+    assert event_packs_in_step(store) == 1
     rows = store._conn.execute(
         "SELECT id, decision FROM items WHERE title_raw = ? ORDER BY published_at", (POPE_A,)
     ).fetchall()
@@ -150,6 +156,7 @@ def test_a_restored_item_gets_its_event_from_the_next_run(store: Store, site: Si
     assert (report.events_caught_up, report.events_waiting) == (1, 0)
     found = store.item_event(copy)
     assert found is not None and found.event_id == first and found.joined_item_id == first
+    assert event_packs_in_step(store) == 2  # the restored item's vector is packed
     trail = explain.explain(store, copy)
     assert trail is not None and trail.event is not None
     assert trail.event["members"] == [first, copy]
