@@ -165,15 +165,17 @@ def window_blocks(
     high = None if until is None else until.encode("ascii")
     bound = "" if until is None else " AND oldest <= ?"
     params: tuple[Any, ...] = (org_id, model, since) + (() if until is None else (until,))
-    for row in conn.execute(
-        "SELECT width, item_ids, feed_ids, published, vectors FROM event_packs"
+    for oldest, newest, *row in conn.execute(
+        "SELECT oldest, newest, width, item_ids, feed_ids, published, vectors FROM event_packs"
         f" WHERE org_id = ? AND model = ? AND newest >= ?{bound} AND records > 0"
         " ORDER BY pack",
         params,
     ):
         block, feeds = _pack_block(row)
-        mask = block.published >= low
-        if high is not None:
+        mask = np.ones(len(block), dtype=bool)
+        if oldest < since:  # the window's start cuts through this pack
+            mask &= block.published >= low
+        if high is not None and until is not None and newest > until:
             mask &= block.published <= high
         if feed_id is not None:
             mask &= feeds == feed_id
