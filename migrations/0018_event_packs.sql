@@ -30,3 +30,15 @@ CREATE TABLE event_packs (
 -- A range of one org's vectors of one model by item id: building a pack, reading the
 -- newest range, the ends of the id span.
 CREATE INDEX item_events_pack ON item_events (org_id, model, item_id);
+
+-- Kept items with no event that never waited for one (kept while `events` was off, or
+-- stored before migration 0016) are recorded as waiting by the next run with events on
+-- (event_pending, reason 'unplaced'; docs/events.md "Caught up later"). event_checked
+-- holds, per org, the largest item id looked at, so a run reads only the items stored
+-- since (by the items' primary key), not the whole window. No row: nothing checked yet
+-- (the first run with events on looks at every item once).
+CREATE TABLE event_checked (
+    org_id   INTEGER NOT NULL,
+    item_id  INTEGER NOT NULL,
+    PRIMARY KEY (org_id)
+);

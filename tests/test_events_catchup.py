@@ -204,3 +204,45 @@ def test_a_catch_up_rewrites_the_files_of_the_event(
         event = item["_feedmd"]["event"]
         assert event is not None and event["size"] == 2
         assert event["id"].endswith(f":event:{first}")
+
+
+def test_items_kept_while_events_were_off_are_caught_up_when_they_come_on(
+    store: Store, site: Site
+) -> None:
+    report = one_run(store, site, [(POPE_A, 8), (COUNCIL, 9), (POPE_B, 10)], events=False)
+    assert (report.kept, report.events_waiting) == (3, 0)
+    assert waiting(store) == [] and events_by_title(store) == {}
+    # events on: the three wait, and the cap takes the oldest first
+    report = again(store, site, event_catchup_per_run=2)
+    assert (report.events_caught_up, report.events_waiting) == (2, 1)
+    assert set(events_by_title(store)) == {POPE_A, COUNCIL}
+    report = again(store, site, event_catchup_per_run=2)
+    assert (report.events_caught_up, report.events_waiting) == (1, 0)
+    assert events_by_title(store)[POPE_B]["event"] == POPE_A
+    report = again(store, site)  # nothing left without an event
+    assert (report.events_caught_up, report.events_waiting) == (0, 0)
+
+
+@pytest.mark.parametrize(("hours", "placed"), [(12, {COUNCIL}), (14, {POPE_A, COUNCIL})])
+def test_only_kept_items_of_the_window_without_an_event_are_enqueued(
+    store: Store, site: Site, hours: int, placed: set[str]
+) -> None:
+    # POPE_A (8h) is outside a 12-hour window of a run at 21h, inside a 14-hour one
+    one_run(store, site, [(POPE_A, 8), (COUNCIL, 10)], events=False)
+    report = again(store, site, dedup_window_hours=hours)
+    assert (report.events_caught_up, report.events_waiting) == (len(placed), 0)
+    assert set(events_by_title(store)) == placed
+
+
+def test_items_stored_without_an_event_before_migration_0016_are_caught_up(
+    store: Store, site: Site
+) -> None:
+    """A store whose kept items have no event row and never waited (as before 0016)."""
+    one_run(store, site, [(POPE_A, 8), (POPE_B, 10)])
+    with store._conn:
+        store._conn.execute("DELETE FROM item_events")
+        store._conn.execute("DELETE FROM event_packs")
+        store._conn.execute("DELETE FROM event_checked")
+    report = again(store, site)
+    assert (report.events_caught_up, report.events_waiting) == (2, 0)
+    assert events_by_title(store)[POPE_B]["event"] == POPE_A
