@@ -34,6 +34,8 @@ BLOCK_ROWS = 16_384
 # that other processes hold, and single-threaded small products are also the fastest
 # when it is free. Measured (100k vectors x 20 queries, load average 7): slices of 32
 # rows 74-82 ms; of 1,024 rows 390-2,400 ms threaded (150-250 ms with one BLAS thread).
+# The slices go to numpy as one stacked product (its C loop calls BLAS per slice): 1.07 ms
+# per 4,096 vectors against 2.07 ms for a Python loop over the same slices (load 4.5).
 SINGLE_THREAD_PRODUCT = 65_536 * 4
 
 
@@ -87,12 +89,19 @@ def query_codes(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def block_scores(block: StoredBlock, codes: np.ndarray, inverses: np.ndarray) -> np.ndarray:
     """Cosines of the block's vectors (rows) with the queries (columns) of ``query_codes``,
     float64, exact as the module docstring says."""
-    dots = np.empty((len(block), len(codes)), dtype=np.float32)
+    count, width = len(block), len(codes)
+    dots = np.empty((count, width), dtype=np.float32)
     stored = block.codes.astype(np.float32)
-    rows = max(1, SINGLE_THREAD_PRODUCT // max(1, codes.shape[0] * codes.shape[1]))
-    columns = codes.T
-    for start in range(0, len(block), rows):
-        np.matmul(stored[start : start + rows], columns, out=dots[start : start + rows])
+    rows = max(1, SINGLE_THREAD_PRODUCT // max(1, width * codes.shape[1]))
+    whole = count // rows * rows
+    if whole:  # one stacked product: numpy loops over the slices in C
+        np.matmul(
+            stored[:whole].reshape(-1, rows, stored.shape[1]),
+            codes.T,
+            out=dots[:whole].reshape(-1, rows, width),
+        )
+    if whole < count:
+        np.matmul(stored[whole:], codes.T, out=dots[whole:])
     return dots * block.inverses.astype(np.float64)[:, None] * inverses[None, :]
 
 

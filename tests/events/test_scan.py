@@ -42,9 +42,14 @@ def test_blocked_scan_equals_the_exact_scan(rows: int) -> None:
     assert found == again
 
 
-def test_scores_are_exact_integer_dot_products_of_the_codes() -> None:
-    _, blobs = _stored(50, 4)
-    queries = as_stored(normalise(np.random.default_rng(5).normal(size=(3, 384))))
+@pytest.mark.parametrize(("count", "queries_count", "rows"), [(50, 3, 7), (500, 60, 500)])
+def test_scores_are_exact_integer_dot_products_of_the_codes(
+    count: int, queries_count: int, rows: int
+) -> None:
+    """Exact whatever the block: small blocks, and blocks cut into stacked slices with a
+    remainder (60 queries: slices of 11 rows)."""
+    _, blobs = _stored(count, 4)
+    queries = as_stored(normalise(np.random.default_rng(5).normal(size=(queries_count, 384))))
     codes, inverses = split_stored(blobs)
     qcodes, qinverses = query_codes(queries)
     # a query in stored form gives back exactly its stored codes
@@ -52,7 +57,7 @@ def test_scores_are_exact_integer_dot_products_of_the_codes() -> None:
     assert np.array_equal(qcodes.astype(np.int8), stored_q)
     dots = codes.astype(np.int64) @ qcodes.astype(np.int64).T
     expected = dots * inverses.astype(np.float64)[:, None] * qinverses[None, :]
-    blocks = list(blocks_of(list(range(50)), blobs, ["t"] * 50, 7))
+    blocks = list(blocks_of(list(range(count)), blobs, ["t"] * count, rows))
     got = np.concatenate([block_scores(b, qcodes, qinverses) for b in blocks])
     assert np.array_equal(got, expected)
     assert np.allclose(got, stack_stored(blobs) @ queries.T, atol=1e-6)
