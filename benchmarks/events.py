@@ -6,10 +6,12 @@
    per item): real-like unit vectors, seeded, with one planted near-copy of each query so a
    lookup has something to find.
 3. Time one run's lookup: ``--queries`` new vectors (20 by default, a typical run) against
-   every stored vector in one blocked pass (feedmd/events/scan.py), and check its answers
-   against an exact float32 scan of the same decoded vectors.
+   every stored vector in one blocked pass (feedmd/events/scan.py), first in memory cut as
+   packs are (``lookup_ms``: the arithmetic), then through a real SQLite store holding
+   them in ``item_events`` and its packs (``store_lookup_ms``: read and arithmetic), and
+   check both against an exact float32 scan of the same decoded vectors.
 4. Report the whole added cost of a run with events: loading the model, encoding the
-   queries' headlines and the lookup.
+   queries' headlines and the store lookup.
 
 ``--run`` times whole ``feedmd run``s on a real store instead, events on against off
 (``benchmarks/event_runs.py``).
@@ -20,21 +22,28 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import event_runs
+from feedmd.events.encoder import MODEL_NAME as MODEL
 from feedmd.events.encoder import E5Encoder
 from feedmd.events.scan import blocks_of, scan_blocks
-from feedmd.events.vectors import normalise, stack_stored, to_stored
+from feedmd.events.vectors import as_stored, normalise, stack_stored, to_stored
+from feedmd.store import open_store
+from feedmd.store.event_packs import PACK_ITEMS as PACK_ROWS
+from feedmd.timeutil import iso
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "eval" / "headlines" / "uci-dev.jsonl"
 SEED = 5
 K = 8
 MIN_SCORE = 0.93
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,9 +86,10 @@ def _titles(count: int) -> list[str]:
     return (titles * (count // len(titles) + 1))[:count]
 
 
-def _stored(count: int, queries: np.ndarray, seed: int) -> tuple[list[str], list[bytes]]:
-    """``count`` stored vectors: seeded random unit vectors, with a noisy copy of each query
-    planted at a random place."""
+def _stored(count: int, queries: np.ndarray, seed: int) -> tuple[list[int], list[str], list[bytes]]:
+    """``count`` stored vectors (ids, publication times over the 47 hours before ``NOW``,
+    stored bytes): seeded random unit vectors, with a noisy copy of each query planted at a
+    random place."""
     rng = np.random.default_rng(seed)
     blobs: list[bytes] = []
     for start in range(0, count, 8_192):
@@ -89,13 +99,44 @@ def _stored(count: int, queries: np.ndarray, seed: int) -> tuple[list[str], list
     for query in queries:
         noisy = normalise(query + rng.normal(scale=0.01, size=query.shape))[0]
         blobs[int(rng.integers(count))] = to_stored(noisy)
-    return [f"item-{i}" for i in range(count)], blobs
+    step = 47 * 3600 / max(count, 1)
+    published = [iso(NOW - timedelta(seconds=47 * 3600 - n * step)) for n in range(count)]
+    return list(range(1, count + 1)), published, blobs
+
+
+def _store_lookup(
+    ids: list[int], published: list[str], blobs: list[bytes], queries: np.ndarray
+) -> tuple[float, float, list[list[tuple[int, float]]]]:
+    """Write the vectors into a real SQLite store (``item_events`` and its packs), then time
+    one run's lookup through the store's window (``EventScan``, read and compared);
+    return (seconds writing, seconds of the lookup, its hits)."""
+    with tempfile.TemporaryDirectory(prefix="feedmd-events-lookup-") as tmp:
+        store = open_store(Path(tmp) / "lookup.db")
+        try:
+            started = time.perf_counter()
+            for start in range(0, len(ids), 100_000):
+                end = start + 100_000
+                rows = list(
+                    zip(ids[start:end], published[start:end], blobs[start:end], strict=True)
+                )
+                store.seed_window_vectors("bench", "bench-feed", MODEL, rows, MIN_SCORE)
+            write_s = time.perf_counter() - started
+            started = time.perf_counter()
+            scan = store.event_scan("bench", None, NOW - timedelta(hours=48), MODEL)
+            assert scan is not None
+            hits = scan.hits(queries, K, MIN_SCORE)
+            lookup_s = time.perf_counter() - started
+        finally:
+            store.close()
+    return write_s, lookup_s, hits
 
 
 def run(stored: int, queries: int, encode: int) -> dict[str, object]:
-    """The figures: encode_per_s, lookup_ms (one run's queries against ``stored``),
-    run_added_s (load + encode + lookup for one run), identical, peak_mb (peak RSS of the
-    whole process: the model, the ``stored`` vectors held as bytes objects, the scan)."""
+    """The figures: encode_per_s, lookup_ms (one run's queries against ``stored`` vectors
+    held in memory as packs), store_lookup_ms (the same through a real SQLite store: the
+    packs read and compared), run_added_s (load + encode + store lookup for one run),
+    identical (both lookups give the exact scan's items), peak_mb (peak RSS of the whole
+    process: the model, the ``stored`` vectors held as bytes objects, the scan)."""
     started = time.perf_counter()
     encoder = E5Encoder()
     encoder.encode(["warm up"])
@@ -108,26 +149,23 @@ def run(stored: int, queries: int, encode: int) -> dict[str, object]:
 
     run_titles = _titles(queries)
     started = time.perf_counter()
-    vectors = encoder.encode(run_titles)
+    vectors = as_stored(encoder.encode(run_titles))
     run_encode_s = time.perf_counter() - started
 
-    ids, blobs = _stored(stored, vectors, SEED)
+    ids, published, blobs = _stored(stored, vectors, SEED)
     started = time.perf_counter()
-    found = scan_blocks(vectors, blocks_of(ids, blobs), K, MIN_SCORE)
+    found = scan_blocks(vectors, blocks_of(ids, blobs, published, PACK_ROWS), K, MIN_SCORE)
     lookup_s = time.perf_counter() - started
+    write_s, store_s, from_store = _store_lookup(ids, published, blobs, vectors)
 
-    identical = True
+    identical = from_store == found
     exact_scores = np.concatenate(
-        [stack_stored(list(b)) @ vectors.T for _, b in blocks_of(ids, blobs, 8_192)]
+        [stack_stored(blobs[s : s + 8_192]) @ vectors.T for s in range(0, len(blobs), 8_192)]
     )
     for column, hits in enumerate(found):
         order = np.argsort(-exact_scores[:, column], kind="stable")[:K]
-        expected = [
-            (ids[i], float(exact_scores[i, column]))
-            for i in order
-            if exact_scores[i, column] >= MIN_SCORE
-        ]
-        if [h[0] for h in hits] != [e[0] for e in expected] or not hits:
+        expected = [ids[i] for i in order if exact_scores[i, column] >= MIN_SCORE]
+        if [h[0] for h in hits] != expected or not hits:
             identical = False
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
@@ -140,7 +178,10 @@ def run(stored: int, queries: int, encode: int) -> dict[str, object]:
         "queries": queries,
         "lookup_ms": round(lookup_s * 1000, 1),
         "lookup_ms_per_query": round(lookup_s * 1000 / max(queries, 1), 2),
-        "run_added_s": round(load_s + run_encode_s + lookup_s, 3),
+        "store_lookup_ms": round(store_s * 1000, 1),
+        "store_write_s": round(write_s, 1),
+        "run_encode_s": round(run_encode_s, 3),
+        "run_added_s": round(load_s + run_encode_s + store_s, 3),
         "identical": identical,
         "peak_mb": round(peak_kb / 1024, 1),
     }

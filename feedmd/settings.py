@@ -423,11 +423,12 @@ class Settings:
     )
     event_catchup_per_run: int = _setting(
         50,
-        "Kept items without an event yet (kept while the event model could not load, or "
-        "restored by a reviewer) that a run with events on places in events, oldest first, "
-        "before its own items. 50: encoding runs at 12-60 headlines/s on a 2-core machine, "
-        "so a run catching up spends about 1-4 s more, and a backlog of a day's outage (a "
-        "few hundred items) is gone within a few runs; 0 never catches up.",
+        "Kept items without an event yet (kept while the event model could not load or "
+        "while events were off, or restored by a reviewer) that a run with events on places "
+        "in events, oldest first, before its own items. 50: encoding runs at 12-60 "
+        "headlines/s on a 2-core machine, so a run catching up spends about 1-4 s more, and "
+        "a backlog of a day's outage (a few hundred items) is gone within a few runs; 0 "
+        "never catches up.",
         minimum=0,
         maximum=100_000,
     )

@@ -319,3 +319,31 @@ def store_dump(store: Store) -> str:
     ]
     lines = [repr(row) for table in tables for row in store._conn.execute(f"SELECT * FROM {table}")]
     return "\n".join(lines)
+
+
+def event_packs_in_step(store: Store) -> int:
+    """Assert that the event vector packs (feedmd/store/event_packs.py) hold exactly what a
+    rebuild from ``item_events`` would, and that no (org, model) is behind; return how many
+    packs hold vectors."""
+    from feedmd.store import event_packs
+
+    conn = store._conn
+    size = event_packs.PACK_ITEMS
+    for org_id, model in conn.execute("SELECT DISTINCT org_id, model FROM item_events").fetchall():
+        assert not event_packs.behind(conn, org_id, model)
+    filled = 0
+    for org_id, model, pack, records, item_ids, vectors in conn.execute(
+        "SELECT org_id, model, pack, records, item_ids, vectors FROM event_packs"
+    ).fetchall():
+        rows = conn.execute(
+            "SELECT item_id, vector FROM item_events WHERE org_id = ? AND model = ?"
+            " AND item_id >= ? AND item_id < ? ORDER BY item_id",
+            (org_id, model, pack * size, (pack + 1) * size),
+        ).fetchall()
+        assert records == len(rows)
+        assert [
+            int.from_bytes(bytes(item_ids)[n : n + 8], "little") for n in range(0, 8 * len(rows), 8)
+        ] == [r[0] for r in rows]
+        assert bytes(vectors) == b"".join(bytes(r[1]) for r in rows)
+        filled += records > 0
+    return filled

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Site, at, make_config
+from conftest import Site, at, event_packs_in_step, make_config
 from test_events_run import COUNCIL, POPE_A, POPE_B, events_by_title, one_run
 
 from feedmd import explain, overrides
 from feedmd.config import OutputConfig
 from feedmd.pipeline import run
 from feedmd.report import RunReport
-from feedmd.store import Store
+from feedmd.store import Store, event_packs
 
 pytestmark = pytest.mark.both_backends
 
@@ -135,9 +135,15 @@ def test_a_caught_up_item_sees_only_its_own_dedup_window(
     assert events_by_title(store)[POPE_B]["event"] == (POPE_A if joins else POPE_B)
 
 
-def test_a_restored_item_gets_its_event_from_the_next_run(store: Store, site: Site) -> None:
+def test_a_restored_item_gets_its_event_from_the_next_run(
+    store: Store, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one id a pack: the restored item's id lies in a range packed already, whose pack
+    # the catch-up rebuilds in its transaction
+    monkeypatch.setattr(event_packs, "PACK_ITEMS", 1)
     # the reprint of POPE_A's headline is a stage-1 duplicate: it gets no event
     one_run(store, site, [(POPE_A, 8), (POPE_A, 9), (COUNCIL, 10)])
+    assert event_packs_in_step(store) == 1
     rows = store._conn.execute(
         "SELECT id, decision FROM items WHERE title_raw = ? ORDER BY published_at", (POPE_A,)
     ).fetchall()
@@ -150,6 +156,7 @@ def test_a_restored_item_gets_its_event_from_the_next_run(store: Store, site: Si
     assert (report.events_caught_up, report.events_waiting) == (1, 0)
     found = store.item_event(copy)
     assert found is not None and found.event_id == first and found.joined_item_id == first
+    assert event_packs_in_step(store) == 2  # the restored item's vector is packed
     trail = explain.explain(store, copy)
     assert trail is not None and trail.event is not None
     assert trail.event["members"] == [first, copy]
@@ -197,3 +204,45 @@ def test_a_catch_up_rewrites_the_files_of_the_event(
         event = item["_feedmd"]["event"]
         assert event is not None and event["size"] == 2
         assert event["id"].endswith(f":event:{first}")
+
+
+def test_items_kept_while_events_were_off_are_caught_up_when_they_come_on(
+    store: Store, site: Site
+) -> None:
+    report = one_run(store, site, [(POPE_A, 8), (COUNCIL, 9), (POPE_B, 10)], events=False)
+    assert (report.kept, report.events_waiting) == (3, 0)
+    assert waiting(store) == [] and events_by_title(store) == {}
+    # events on: the three wait, and the cap takes the oldest first
+    report = again(store, site, event_catchup_per_run=2)
+    assert (report.events_caught_up, report.events_waiting) == (2, 1)
+    assert set(events_by_title(store)) == {POPE_A, COUNCIL}
+    report = again(store, site, event_catchup_per_run=2)
+    assert (report.events_caught_up, report.events_waiting) == (1, 0)
+    assert events_by_title(store)[POPE_B]["event"] == POPE_A
+    report = again(store, site)  # nothing left without an event
+    assert (report.events_caught_up, report.events_waiting) == (0, 0)
+
+
+@pytest.mark.parametrize(("hours", "placed"), [(12, {COUNCIL}), (14, {POPE_A, COUNCIL})])
+def test_only_kept_items_of_the_window_without_an_event_are_enqueued(
+    store: Store, site: Site, hours: int, placed: set[str]
+) -> None:
+    # POPE_A (8h) is outside a 12-hour window of a run at 21h, inside a 14-hour one
+    one_run(store, site, [(POPE_A, 8), (COUNCIL, 10)], events=False)
+    report = again(store, site, dedup_window_hours=hours)
+    assert (report.events_caught_up, report.events_waiting) == (len(placed), 0)
+    assert set(events_by_title(store)) == placed
+
+
+def test_items_stored_without_an_event_before_migration_0016_are_caught_up(
+    store: Store, site: Site
+) -> None:
+    """A store whose kept items have no event row and never waited (as before 0016)."""
+    one_run(store, site, [(POPE_A, 8), (POPE_B, 10)])
+    with store._conn:
+        store._conn.execute("DELETE FROM item_events")
+        store._conn.execute("DELETE FROM event_packs")
+        store._conn.execute("DELETE FROM event_checked")
+    report = again(store, site)
+    assert (report.events_caught_up, report.events_waiting) == (2, 0)
+    assert events_by_title(store)[POPE_B]["event"] == POPE_A

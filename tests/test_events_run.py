@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import FeedItemSpec, Site, article_html, at, fixture_bodies, make_config, rss
+from conftest import (
+    FeedItemSpec,
+    Site,
+    article_html,
+    at,
+    event_packs_in_step,
+    fixture_bodies,
+    make_config,
+    rss,
+)
 
 from feedmd import explain
 from feedmd.events import E5Encoder, MemoryWindow
@@ -21,7 +30,7 @@ from feedmd.events.grouper import MAX_CANDIDATES
 from feedmd.events.vectors import as_stored
 from feedmd.pipeline import run
 from feedmd.report import RunReport
-from feedmd.store import Store
+from feedmd.store import Store, event_packs
 from feedmd.store.events import EventScan
 
 pytestmark = pytest.mark.both_backends
@@ -108,8 +117,15 @@ def test_without_the_subject_gate_the_templated_pair_is_grouped(store: Store, si
     assert events_by_title(store)[KOREAN_B]["event"] == KOREAN_A
 
 
-def test_a_later_run_joins_the_event_of_a_stored_item(store: Store, site: Site) -> None:
+@pytest.mark.parametrize("pack_items", [1, event_packs.PACK_ITEMS])
+def test_a_later_run_joins_the_event_of_a_stored_item(
+    store: Store, site: Site, pack_items: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same decisions whether the stored window is read from packs (one id a pack:
+    every earlier vector packed) or row by row (the default size: the newest range)."""
+    monkeypatch.setattr(event_packs, "PACK_ITEMS", pack_items)
     one_run(store, site, [(POPE_A, 8), (COUNCIL, 9)])
+    assert event_packs_in_step(store) == (1 if pack_items == 1 else 0)
     publish(site, "news", [(POPE_A, 8), (COUNCIL, 9), (POPE_B, 10)])
     assert site.server is not None
     url = "http://feeds.example/news.rss"
@@ -117,11 +133,25 @@ def test_a_later_run_joins_the_event_of_a_stored_item(store: Store, site: Site) 
     report = run(store, config, now=at(21), force=True)
     assert (report.new, report.events_joined) == (1, 1)
     assert events_by_title(store)[POPE_B]["event"] == POPE_A
+    assert events_by_title(store)[POPE_B]["score"] == pytest.approx(POPE_COSINE, abs=0.003)
+    event_packs_in_step(store)
     # past the window, the stored item is not a candidate any more
     later = make_config([("o", "news", url)], site.server, events=True, dedup_window_hours=1)
     publish(site, "news", [(POPE_B.replace("says", "said"), 22)])
     report = run(store, later, now=at(23), force=True)
     assert (report.new, report.events_joined) == (1, 0)
+    # "Not the same event": POPE_B leaves POPE_A's event; a third rewrite (cosine 0.970
+    # with POPE_A) still joins POPE_A through the packs
+    pope_b = store._conn.execute("SELECT id FROM items WHERE title_raw = ?", (POPE_B,)).fetchone()
+    store.split_event(int(pope_b[0]), "tester", at(23))
+    event_packs_in_step(store)
+    assert events_by_title(store)[POPE_B]["event"] == POPE_B
+    pope_c = "Pope Leo scheduled for lung operation at Rome's Gemelli hospital"
+    publish(site, "news", [(pope_c, 12)])
+    report = run(store, config, now=at(23, 30), force=True)
+    assert (report.new, report.kept, report.events_joined) == (1, 1, 1)
+    assert events_by_title(store)[pope_c]["event"] == POPE_A
+    event_packs_in_step(store)
 
 
 def test_the_store_window_streams_blocks_and_matches_an_exact_scan(
@@ -133,9 +163,9 @@ def test_the_store_window_streams_blocks_and_matches_an_exact_scan(
     queries = as_stored(vectors)
     scan = store.event_scan("o", None, at(0), E5Encoder.name)
     assert isinstance(scan, EventScan)
-    small = EventScan(scan._conn, scan._org_id, None, at(0), E5Encoder.name, block_rows=2)
+    small = EventScan(scan._conn, scan._org_id, None, at(0), E5Encoder.name)
     small.prepare(queries, MAX_CANDIDATES, 0.5)
-    assert small.rows_read == 4  # two blocks of two
+    assert small.rows_read == 4  # every stored vector compared
     exact = MemoryWindow()
     for item_id, event_id, title, blob in store._conn.execute(
         "SELECT e.item_id, e.event_id, i.title_raw, e.vector FROM item_events e"

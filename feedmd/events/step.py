@@ -109,6 +109,8 @@ def group_events(
     kept = kept_candidates(stage, final)
     encoder = encoder or encoder_for(settings.event_model_path)
     since = now - timedelta(hours=settings.dedup_window_hours)
+    # kept items of the window that never got an event (kept while events were off) wait
+    store.enqueue_unplaced(orgs, iso(since), now)
     try:
         caught = catch_up(store, orgs, settings, encoder, iso(since))
         vectors = encoder.encode([c.entry.title for c in kept]) if kept else None

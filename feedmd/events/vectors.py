@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 INT8_MAX = 127
+DIMENSIONS = 384
+# Bytes of one stored vector: the float32 inverse length and one int8 code per dimension.
+STORED_BYTES = 4 + DIMENSIONS
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
@@ -52,7 +55,14 @@ def as_stored(vectors: np.ndarray) -> np.ndarray:
     return stack_stored([to_stored(row) for row in matrix]) if len(matrix) else matrix
 
 
-def _split(blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+def split_stored(blobs: list[bytes] | bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Stored vectors (a list of ``to_stored`` bytes, or their concatenation) as columns:
+    the int8 codes (one row each) and the float32 inverse lengths."""
+    if not len(blobs):
+        return np.zeros((0, DIMENSIONS), dtype=np.int8), np.zeros(0, dtype=np.float32)
+    if isinstance(blobs, bytes | bytearray | memoryview):
+        raw = np.frombuffer(blobs, dtype=np.uint8).reshape(-1, STORED_BYTES)
+        return raw[:, 4:].view(np.int8), raw[:, :4].copy().view("<f4").astype(np.float32).ravel()
     raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
     inverses = raw[:, :4].copy().view("<f4").astype(np.float32).ravel()
     return raw[:, 4:].view(np.int8), inverses
@@ -62,12 +72,12 @@ def stack_stored(blobs: list[bytes]) -> np.ndarray:
     """Many stored vectors as one unit float32 matrix, one row each."""
     if not blobs:
         return np.zeros((0, 0), dtype=np.float32)
-    codes, inverses = _split(blobs)
+    codes, inverses = split_stored(blobs)
     return codes.astype(np.float32) * inverses[:, None]
 
 
 def stored_cosines(blobs: list[bytes], queries: np.ndarray) -> np.ndarray:
     """Cosines of stored vectors (rows) with unit query vectors (columns), without building
     the unit matrix: (codes @ queries) scaled row by row."""
-    codes, inverses = _split(blobs)
+    codes, inverses = split_stored(blobs)
     return (codes.astype(np.float32) @ queries.T) * inverses[:, None]

@@ -33,6 +33,7 @@ from feedmd.store.claims import ClaimRow, Claims, OrgClaim
 from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
 from feedmd.store.dialect import redact as display_database
 from feedmd.store.event_pending import EventPending
+from feedmd.store.event_seed import EventSeeding
 from feedmd.store.events import Events
 from feedmd.store.history import History
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
@@ -81,6 +82,7 @@ class Store(
     Queue,
     Audit,
     Events,
+    EventSeeding,
     EventPending,
     History,
     Retries,

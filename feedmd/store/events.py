@@ -2,11 +2,11 @@
 vector and event decision, the window a run's new items are compared with, the events
 the outputs show, and reviewers' "not the same event".
 
-The window is read as an index range (org, published_at >= cutoff) in blocks of
-``feedmd.events.scan.BLOCK_ROWS`` rows, by keyset (published_at, item id), so neither
-SQLite nor PostgreSQL ever holds the whole window: a run's new items are compared with
-every block in one pass (``EventScan.prepare``), and the grouper then asks for each new
-item's neighbours (``EventScan.nearest``).
+The window is read as packs of many vectors (``event_packs.py``, migration 0018) cut to
+the window's time, then the newest rows, one block at a time, so the whole window is never
+held at once: a run's new items are compared with every block in one pass
+(``EventScan.prepare``), and the grouper then asks for each new item's neighbours
+(``EventScan.nearest``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 
 from feedmd.errors import OverrideError
 from feedmd.events.grouper import Neighbour
-from feedmd.events.scan import BLOCK_ROWS, scan_blocks
+from feedmd.events.scan import StoredBlock, scan_blocks
+from feedmd.store import event_packs
 from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso
 
@@ -133,14 +134,16 @@ def write_events(conn: Connection, rows: Sequence[EventRow], ids: Mapping[str, i
         " WHERE i.id = ? ON CONFLICT (item_id) DO NOTHING",
         [(*value, value[0]) for value in values],
     )
+    event_packs.refresh(conn, [value[0] for value in values])
 
 
 class EventScan:
     """The stored window of one scope as an ``EventWindow``: the vectors of the kept items
     of an org (and feed, in the feed scope) published since a cutoff, decided by one model.
 
-    ``prepare`` compares all of a run's query vectors with the window in one blocked pass;
-    ``nearest`` then answers from that pass (a vector not prepared is scanned alone)."""
+    ``prepare`` compares all of a run's query vectors with the window in one pass over its
+    packs and newest rows (``event_packs.window_blocks``); ``nearest`` then answers from
+    that pass (a vector not prepared is scanned alone)."""
 
     def __init__(
         self,
@@ -149,7 +152,6 @@ class EventScan:
         feed_id: int | None,
         since: datetime,
         model: str,
-        block_rows: int = BLOCK_ROWS,
         until: datetime | None = None,
     ) -> None:
         self._conn = conn
@@ -158,45 +160,17 @@ class EventScan:
         self._since = iso(since)
         self._until = None if until is None else iso(until)
         self._model = model
-        self._block_rows = block_rows
         self._found: dict[bytes, list[Neighbour]] = {}
-        self.rows_read = 0
+        self.rows_read = 0  # stored vectors compared (packed or not)
 
-    def _blocks(self, keyed: bool = False) -> Iterator[tuple[Any, ...]]:
-        """(item ids, stored vectors) of the window, ``block_rows`` at a time, in
-        (published_at, item id) order; with ``keyed`` also each row's (published_at, item
-        id)."""
-        feed = "" if self._feed_id is None else " AND e.feed_id = ?"
-        until = "" if self._until is None else " AND e.published_at <= ?"
-        after: tuple[str, int] = (self._since, -1)
-        while True:
-            params: list[Any] = [self._org_id, self._since, *after, self._model]
-            if self._feed_id is not None:
-                params.append(self._feed_id)
-            if self._until is not None:
-                params.append(self._until)
-            # no join with items here: an item a reviewer merged away since is dropped
-            # from the few hits (``_details``), not looked up for every window row
-            rows = self._conn.execute(
-                "SELECT e.item_id, e.vector, e.published_at FROM item_events e"
-                " WHERE e.org_id = ? AND e.published_at >= ?"
-                " AND (e.published_at, e.item_id) > (?, ?) AND e.model = ?"
-                f"{feed}{until} ORDER BY e.published_at, e.item_id LIMIT ?",
-                (*params, self._block_rows),
-            ).fetchall()
-            if not rows:
-                return
-            self.rows_read += len(rows)
-            # columns at C speed (no per-row Python work): the ids stay as the backend
-            # gave them (int) and the vectors are joined once by ``stored_cosines``
-            ids, blobs, published = zip(*rows, strict=True)
-            if keyed:
-                yield ids, blobs, [(str(p), int(i)) for p, i in zip(published, ids, strict=True)]
-            else:
-                yield ids, blobs
-            if len(rows) < self._block_rows:
-                return
-            after = (str(rows[-1][2]), int(rows[-1][0]))
+    def _blocks(self) -> Iterator[StoredBlock]:
+        """The window's vectors, pack by pack then the newest rows (no join with items:
+        an item a reviewer merged away since is dropped from the few hits, ``_details``)."""
+        for block in event_packs.window_blocks(
+            self._conn, self._org_id, self._model, self._since, self._until, self._feed_id
+        ):
+            self.rows_read += len(block)
+            yield block
 
     def neighbours(
         self,
@@ -208,10 +182,7 @@ class EventScan:
         """Each query's up to ``k`` stored neighbours with cosine >= ``min_score``, best
         first, in one pass over the window; with ``limits``, query n only sees the items
         whose (published_at, item id) is ``>= low`` and ``< high`` of its pair."""
-        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        if not len(queries):
-            return []
-        hits = scan_blocks(queries, self._blocks(keyed=limits is not None), k, min_score, limits)
+        hits = self.hits(queries, k, min_score, limits)
         details = self._details({int(i) for found in hits for i, _ in found})
         return [
             [
@@ -221,6 +192,21 @@ class EventScan:
             ]
             for found in hits
         ]
+
+    def hits(
+        self,
+        queries: np.ndarray,
+        k: int,
+        min_score: float,
+        limits: Sequence[tuple[tuple[str, int], tuple[str, int]]] | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """Each query's up to ``k`` (stored item id, cosine) with cosine >= ``min_score``,
+        best first, in one pass over the window, kept or not (``neighbours`` keeps the
+        items kept now); ``limits`` as in ``neighbours``."""
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        if not len(queries):
+            return []
+        return scan_blocks(queries, self._blocks(), k, min_score, limits)
 
     def prepare(self, queries: np.ndarray, k: int, min_score: float) -> None:
         """Compare every row of ``queries`` (vectors in their stored form, as the grouper
@@ -317,7 +303,19 @@ class Events(Connected):
             if found is None:
                 return None
             feed_id = int(found[0])
+        self._pack_behind(int(row[0]), model)
         return EventScan(self._conn, int(row[0]), feed_id, since, model, until=until)
+
+    def _pack_behind(self, org_id: int, model: str) -> None:
+        """Pack the (org, model)'s vectors stored before migration 0018, in one transaction
+        (the usual case, packed already, takes no write lock)."""
+        if not event_packs.behind(self._conn, org_id, model):
+            return
+        if self._conn.in_transaction:
+            event_packs.seal(self._conn, org_id, model)
+            return
+        with transaction(self._db) as conn:
+            event_packs.seal(conn, org_id, model)
 
     def events_of(self, item_ids: Sequence[int]) -> dict[int, EventInfo]:
         """{item id: its event} (see ``events_of``)."""
@@ -424,35 +422,6 @@ class Events(Connected):
             override_id = int(cursor.fetchone()[0])
         record = EventOverride(override_id, item_id, event_id, previous, who, iso(now))
         return record, feeds
-
-    # ---- bulk loading (the run benchmark) ------------------------------------------------
-
-    def kept_without_event(self, org: str) -> list[int]:
-        """Ids of the org's kept items that have no event row, oldest first."""
-        return [
-            int(row[0])
-            for row in self._conn.execute(
-                "SELECT i.id FROM items i JOIN orgs o ON o.id = i.org_id"
-                " LEFT JOIN item_events e ON e.item_id = i.id"
-                " WHERE o.name = ? AND i.decision = 'kept' AND e.item_id IS NULL"
-                " ORDER BY i.published_at, i.id",
-                (org,),
-            )
-        ]
-
-    def seed_event_vectors(
-        self, vectors: Sequence[tuple[int, bytes]], model: str, threshold: float
-    ) -> None:
-        """Store prepared vectors for stored items, each opening its own event (what a run
-        with no earlier match writes), in one transaction."""
-        with transaction(self._db) as conn:
-            conn.executemany(
-                "INSERT INTO item_events (item_id, org_id, feed_id, published_at, event_id,"
-                " joined_item_id, score, threshold, model, veto, vector)"
-                " SELECT i.id, i.org_id, i.feed_id, i.published_at, i.id, NULL, 0.0, ?, ?,"
-                " NULL, ? FROM items i WHERE i.id = ? ON CONFLICT (item_id) DO NOTHING",
-                [(threshold, model, blob, item_id) for item_id, blob in vectors],
-            )
 
     def event_overrides_of(self, item_id: int) -> list[EventOverride]:
         """Every "not the same event" recorded on ``item_id``, oldest first."""
