@@ -273,5 +273,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "identical": identical,
         "checked": checked,
         "seed_s": round(seed_s, 1),
+        "seed_cost": window_seed.seed_cost(seeded),
         "cpus": os.cpu_count(),
     }

@@ -93,7 +93,7 @@ def insert(conn: Connection, found: Sequence[PairRow]) -> None:
     conn.executemany(
         "INSERT INTO title_pairs (org_id, key, published_at, item_id, tokens, simhash)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        found,
+        sorted(found),  # in key order, as keys.insert_rows
     )
 
 
