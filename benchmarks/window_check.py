@@ -170,25 +170,35 @@ def stage2_reference(
     best: list[tuple[int, str, int] | None] = [None] * len(pages)  # (distance, published, id)
     sharing: set[int] = set()
     bodies: dict[int, StoredBody] = {}
+    radius, reprint = settings.similar_tlsh_distance, settings.tlsh_max_distance
     for rows in _stream(store, org, cutoff, bodies=True):
-        with_digest = [row for row in rows if row[9] == "kept" and row[12]]
-        for row in with_digest:
-            item_id, published, digest = row[0], row[8], row[12]
-            for number, page in enumerate(pages):
-                distance = tlsh.diff(page.digest, digest)
-                if distance <= settings.similar_tlsh_distance:
-                    if best[number] is None or (distance, published, item_id) < best[number]:
-                        best[number] = (distance, published, item_id)
-                    if distance <= settings.tlsh_max_distance and (
-                        hit[number] is None or (published, item_id) < hit[number]
-                    ):
-                        hit[number] = (published, item_id)
-            shingles = np.frombuffer(row[13] or b"", dtype=np.uint32)
-            if shingles.size and np.isin(shingles, wanted, assume_unique=True).any():
-                sharing.add(item_id)
-            bodies[item_id] = _body(row)
+        kept = [row for row in rows if row[9] == "kept" and row[12]]
+        if not kept:
+            continue
+        digests = [row[12] for row in kept]
+        ids = np.array([row[0] for row in kept], dtype=np.int64)
+        published = np.array([row[8] for row in kept])
+        for number, page in enumerate(pages):
+            distances = np.fromiter(
+                (tlsh.diff(page.digest, digest) for digest in digests), np.int64, len(digests)
+            )
+            within = np.flatnonzero(distances <= radius)
+            if within.size:  # the closest, the earliest among equals
+                k = within[np.lexsort((ids[within], published[within], distances[within]))[0]]
+                found = (int(distances[k]), str(published[k]), int(ids[k]))
+                best[number] = min(best[number] or found, found)
+            close = np.flatnonzero(distances <= min(reprint, radius))
+            if close.size:  # the earliest within the reprint distance
+                k = close[np.lexsort((ids[close], published[close]))[0]]
+                first = (str(published[k]), int(ids[k]))
+                hit[number] = min(hit[number] or first, first)
+        blobs = [row[13] or b"" for row in kept]
+        shingles = np.frombuffer(b"".join(blobs), dtype=np.uint32)
+        holder = np.repeat(np.arange(len(kept)), [len(blob) // 4 for blob in blobs])
+        sharing.update(int(i) for i in ids[np.unique(holder[np.isin(shingles, wanted)])])
         # keep only what may still be named: the sharing ones and the current winners
         named = sharing | {h[1] for h in hit if h} | {b[2] for b in best if b}
+        bodies.update((row[0], _body(row)) for row in kept if row[0] in named)
         bodies = {item_id: body for item_id, body in bodies.items() if item_id in named}
     snapshots = []
     for run in range(len(queries)):
