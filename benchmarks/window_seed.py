@@ -261,6 +261,7 @@ def seeded_store(stored: int, seed: int, workers: int) -> tuple[Path, float]:
         while queue:
             pending += queue.popleft().result()
         _write(store, pending, settings, sample)
+    store.finish_bulk_load()  # the staged key rows into the key tables, in key order
     store.close()
     for suffix in ("-wal", "-shm"):
         Path(str(partial) + suffix).unlink(missing_ok=True)

@@ -10,13 +10,14 @@ from datetime import timedelta
 from fractions import Fraction
 
 import pytest
-from conftest import at
+from conftest import at, fixture_bodies
 
-from feedmd.models import Entry
+from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1
 from feedmd.stages.headlines import normalize_headline
-from feedmd.store import SeedItem, Store, candidates, title_pairs
+from feedmd.stages.scrape import fingerprint
+from feedmd.store import SeedItem, Store, candidates, digest_packs, open_store, title_pairs
 
 pytestmark = pytest.mark.both_backends
 
@@ -184,3 +185,37 @@ def test_the_migration_backfills_the_rows_feedmd_writes(store: Store) -> None:
         store._conn.execute("DELETE FROM schema_migrations WHERE name = '0017_title_pairs'")
     assert store.apply_migrations() == ["0017_title_pairs"]
     assert sorted(store._conn.execute(query).fetchall()) == written
+
+
+def test_a_bulk_load_stores_the_keys_a_run_stores(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeder's bulk load stages the key rows and sorts them in at the end: every key
+    table (and the digest packs) equal to a store seeded item by item."""
+    monkeypatch.setattr(digest_packs, "PACK_ITEMS", 5)  # ~12 sealed packs
+    settings = Settings()
+    texts = ["\n\n".join(paragraphs) for _, paragraphs in sorted(fixture_bodies().items())]
+    items = []
+    for n in range(60):
+        entry = _entry(n, f"Council approves budget plan number {n} after debate {n % 7}", 50)
+        candidate = stage1.prepare(entry)
+        page = fingerprint(
+            Page(candidate.page_key, entry.url, "o", "ok", markdown=texts[n % len(texts)]),
+            settings,
+        )
+        items.append(SeedItem(candidate, page=page))
+    tables = ["title_keys", "body_keys", "body_digests", "title_pairs", "digest_packs"]
+    found = []
+    for bulk in (False, True):
+        store = open_store(tmp_path / f"{bulk}.db")
+        if bulk:
+            store.bulk_load_mode()
+        for start in range(0, len(items), 25):
+            store.seed_items(items[start : start + 25], settings, NOW)
+        if bulk:
+            assert store._conn.execute("SELECT COUNT(*) FROM title_keys").fetchone()[0] == 0
+            store.finish_bulk_load()
+        found.append({t: sorted(store._conn.execute(f"SELECT * FROM {t}")) for t in tables})
+        store.close()
+    assert all(found[0][table] for table in tables)
+    assert found[1] == found[0]

@@ -100,14 +100,18 @@ def body_rows(
     return keys, [(org_id, published, item_id, feed_id, decode_digest(digest))]
 
 
-class _KeyRows(NamedTuple):
+class KeyRows(NamedTuple):
+    """Computed key rows of items, per table."""
+
     titles: list[TitleRow]
     bodies: list[BodyRow]
     digests: list[DigestRow]
     pairs: list[title_pairs.PairRow]
 
 
-def _rows(conn: Connection, item_ids: Sequence[int], kept_only: bool = True) -> _KeyRows:
+def item_key_rows(conn: Connection, item_ids: Sequence[int], kept_only: bool = True) -> KeyRows:
+    """The key rows of these items (of the kept ones, unless ``kept_only`` is False),
+    computed from their stored rows."""
     titles: list[TitleRow] = []
     pairs: list[title_pairs.PairRow] = []
     bodies: list[BodyRow] = []
@@ -132,12 +136,12 @@ def _rows(conn: Connection, item_ids: Sequence[int], kept_only: bool = True) -> 
             keys, digest_rows = body_rows(org_id, feed_id, published, item_id, digest, shingles)
             bodies += keys
             digests += digest_rows
-    return _KeyRows(titles, bodies, digests, pairs)
+    return KeyRows(titles, bodies, digests, pairs)
 
 
 def add_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Write the keys of these items that are kept (others are skipped)."""
-    found = _rows(conn, list(item_ids))
+    found = item_key_rows(conn, list(item_ids))
     insert_rows(conn, found.titles, found.bodies, found.digests)
     title_pairs.insert(conn, found.pairs)
 
@@ -184,7 +188,7 @@ def insert_rows(
 def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Delete the keys of these items, kept or not (before their body changes: the rows
     to delete are recomputed from the stored title and body)."""
-    titles, bodies, digests, pairs = _rows(conn, list(item_ids), kept_only=False)
+    titles, bodies, digests, pairs = item_key_rows(conn, list(item_ids), kept_only=False)
     title_pairs.delete(conn, pairs)
     conn.executemany(
         "DELETE FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
