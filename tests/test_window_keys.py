@@ -22,7 +22,7 @@ from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
 from feedmd.stages.scrape import fingerprint
 from feedmd.store import SeedItem, Store, candidates, digest_packs, open_store
-from feedmd.store.candidates import _near_digests
+from feedmd.store.body_candidates import _near_digests
 from feedmd.timeutil import iso
 
 pytestmark = pytest.mark.both_backends
@@ -409,21 +409,26 @@ def _packs_in_step(store: Store) -> int:
 
 
 @pytest.mark.both_backends(slow_on_postgresql=True)
-@pytest.mark.parametrize(("pack_items", "few"), [(4096, 256), (5, 0)])
+@pytest.mark.parametrize(
+    ("pack_items", "few", "pairs"), [(4096, 256, True), (4096, 256, False), (5, 0, False)]
+)
 @pytest.mark.parametrize("scope", ["feed", "org"])
 def test_stage1_and_stage2_decide_the_same_through_keys(
     seeded: Callable[..., Corpus],
     scope: str,
     pack_items: int,
     few: int,
+    pairs: bool,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With the default pack size the corpus is all in the newest (unpacked) range; with
     5 ids a pack, in ~40 packs, some cut by the window cutoff. Headline candidates come
-    from the rarest tokens' postings (the corpus is small: every token is rare) or, with
+    from the stored token pairs (``title_pairs``), or without them from the rarest
+    tokens' postings (the corpus is small: every token is rare) or, with
     ``FEW_CANDIDATES`` 0, from counting every token's postings."""
     monkeypatch.setattr(digest_packs, "PACK_ITEMS", pack_items)
     monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
+    monkeypatch.setattr(candidates, "PAIRS", pairs)
     settings = dataclasses.replace(Settings(), dedup_scope=scope)
     corpus = seeded(settings)
     assert (_packs_in_step(corpus.store) > 10) == (pack_items == 5)
@@ -502,11 +507,12 @@ def test_tlsh_candidates_equal_a_brute_force_scan(
 
 
 @pytest.mark.both_backends(slow_on_postgresql=True)
-@pytest.mark.parametrize("few", [256, 0])
+@pytest.mark.parametrize(("few", "pairs"), [(256, True), (256, False), (0, False)])
 def test_simhash_matches_come_through_the_blocks(
-    seeded: Callable[..., Corpus], few: int, monkeypatch: pytest.MonkeyPatch
+    seeded: Callable[..., Corpus], few: int, pairs: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
+    monkeypatch.setattr(candidates, "PAIRS", pairs)
     settings = dataclasses.replace(
         Settings(), jaccard_threshold=0.97, containment_threshold=0.99, subject_gate=False
     )
@@ -535,6 +541,7 @@ def test_keys_follow_overrides_and_backfill(
     # the keys of existing stores are filled once after the migration
     with store._conn:
         store._conn.execute("DELETE FROM title_keys")
+        store._conn.execute("DELETE FROM title_pairs")
         store._conn.execute("DELETE FROM body_keys")
         store._conn.execute("DELETE FROM body_digests")
         store._conn.execute(
@@ -594,15 +601,17 @@ def test_keys_follow_any_writer_of_items(
     _packs_in_step(store)
 
 
-@pytest.mark.parametrize("few", [256, 0])
+@pytest.mark.parametrize(("few", "pairs"), [(256, True), (256, False), (0, False)])
 def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
-    store: Store, few: int, monkeypatch: pytest.MonkeyPatch
+    store: Store, few: int, pairs: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fewest shared tokens a match can have, on both sides of each rule: Jaccard
     3 of 4 tokens each (3/5 = 0.6, a match) and 2 of 4 (no); containment of a 5-token
     headline in a 10-token one (5 of 5, a match) and 4 of 5 (0.8 < 0.85, no). Through
-    the rarest tokens and through counting every token's postings."""
+    the stored pairs, the rarest tokens and counting every token's postings (every size
+    pair: tests/test_title_pairs.py)."""
     monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
+    monkeypatch.setattr(candidates, "PAIRS", pairs)
     settings = dataclasses.replace(Settings(), subject_gate=False, simhash_max_bits=-1)
     stored = [
         "Alpha bravo charlie delta",

@@ -19,6 +19,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
+                (headlines; title_pairs.py its token pairs), body_candidates.py (bodies)
     seed.py     bulk loading of prepared items (the window benchmark, tests)
 
 A change to the schema is one migration plus a change inside this folder.

@@ -8,8 +8,10 @@ below holds every item that can match:
 
 - entry ids and URL hashes: direct lookups of the batch's keys;
 - headlines (Jaccard, containment): a match of a headline ``A`` of ``q`` tokens shares at
-  least ``o = TitleIndex.min_overlap(q)`` of them: the postings of all its tokens,
-  counted per item, name exactly the items sharing ``o`` (only those rows are read);
+  least ``o = TitleIndex.min_overlap(q)`` of them, so it is filed under one of the token
+  pairs of ``A``'s prefix (``title_pairs``, whose rows carry the tokens that decide);
+  under settings the stored pairs do not serve, the postings of all its tokens, counted
+  per item, name exactly the items sharing ``o`` (only those rows are read);
 - headlines (simhash within ``k <= 3`` bits): one of the four 16-bit blocks is equal;
 - CJK: the lead-token bucket (the gate: other leads never match);
 - bodies: on TLSH, the earliest body within the reprint distance and the closest within
@@ -28,28 +30,21 @@ window, as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from feedmd.models import (
-    Candidate,
     Entry,
-    Page,
-    StoredBody,
     StoredHeadline,
     WindowAggregates,
     WindowSnapshot,
 )
 from feedmd.settings import Settings
 from feedmd.stages import cjk
-from feedmd.stages.bodies import sample_keys
 from feedmd.stages.headlines import Headline, as_fraction, match_headlines, normalize_headline
 from feedmd.stages.title_index import TitleIndex
-from feedmd.stages.tlsh_scan import scan
 from feedmd.stages.urls import normalize_url, publisher_host, url_hash
-from feedmd.store import digest_packs
+from feedmd.store import title_pairs
 from feedmd.store.keys import (
     CAPITAL,
     GRAM,
@@ -70,6 +65,9 @@ _MAX_BLOCKED_BITS = len(SIMHASH) - 1
 # reads at most that many index entries a token.
 FEW_CANDIDATES = 256
 RARITY_CAP = FEW_CANDIDATES + 1
+# Headline candidates through the stored token pairs when the settings allow it (False:
+# through the token postings, as stores before migration 0017 did; the tests run both).
+PAIRS = True
 
 
 def needs_whole_window(settings: Settings) -> bool:
@@ -161,15 +159,16 @@ class _Keys:
 
 
 def _headline_candidates(
-    keys: _Keys, tokens: frozenset[str], value: int, settings: Settings
+    keys: _Keys, tokens: frozenset[str], value: int, settings: Settings, pairs: bool
 ) -> set[int]:
-    """Every window item whose headline can match one of these tokens and simhash."""
+    """Every window item whose headline can match one of these tokens and simhash (with
+    ``pairs``, by simhash only: the token matches come from ``_pair_matches``)."""
     size = len(tokens)
     if size < settings.headline_min_tokens:
         return set()  # match_headlines refuses short headlines
     found: set[int] = set()
     overlap = TitleIndex[object](settings).min_overlap(size)
-    if overlap <= size:
+    if overlap <= size and not pairs:
         # Two exact ways: the postings of any q - o + 1 tokens hold every match (cheap
         # when they are rare: names, numbers), and the items sharing o tokens, counted
         # over every token's postings, are the matches' superset without reading a
@@ -233,6 +232,8 @@ def candidate_snapshot(
     batch_grams: set[str] = set()
     cjk_batch = False
     keys = {org: _Keys(conn, org_id, cutoff) for org, org_id in org_ids.items()}
+    pairs = PAIRS and title_pairs.serves(settings)
+    paired: dict[str, list[Headline]] = {}
     for entry in entries:
         if entry.link_resolution != "unresolved":
             normalized = normalize_url(entry.url)
@@ -250,8 +251,12 @@ def candidate_snapshot(
         tokens = normalize_headline(entry.title)
         batch_words.update(tokens)
         headline = Headline.from_tokens(tokens)
-        found = _headline_candidates(keys[entry.org], headline.tokens, headline.simhash, settings)
+        found = _headline_candidates(
+            keys[entry.org], headline.tokens, headline.simhash, settings, pairs
+        )
         probes.append((headline, found))
+        if pairs and len(headline.tokens) >= settings.headline_min_tokens:
+            paired.setdefault(entry.org, []).append(headline)
         wanted.update(found)
     names = sorted(org_ids)
     exact: list[tuple[object, ...]] = []
@@ -277,6 +282,8 @@ def candidate_snapshot(
             seen.add((item_id, "hash"))
             url_hashes.append((feed, org, hashed, canonical))
     matched = _matching(conn, wanted, cutoff, probes, settings)
+    for org, headlines in paired.items():
+        matched |= _pair_matches(conn, org_ids[org], cutoff, headlines, settings)
     headlines = _headlines(conn, matched | cjk_ids, cutoff)
     words, grams = set(batch_words), set(batch_grams)
     for stored in headlines:
@@ -329,21 +336,54 @@ def _matching(
     keep: set[int] = set()
     overlaps = TitleIndex[object](settings)
     for headline, found in probes:
-        # a necessary condition, checked first (~5x cheaper than match_headlines): a
-        # Jaccard or containment match shares min_overlap tokens, a simhash one is near
-        overlap = overlaps.min_overlap(len(headline.tokens))
-        tokens, value = headline.tokens, headline.simhash
-        for item_id in found - keep:
-            stored = rows.get(item_id)
-            if (
-                stored is not None
-                and (
-                    len(tokens & stored.tokens) >= overlap
-                    or (value ^ stored.simhash).bit_count() <= settings.simhash_max_bits
-                )
-                and match_headlines(headline, stored, settings)
-            ):
-                keep.add(item_id)
+        candidates = [(item_id, rows[item_id]) for item_id in found - keep if item_id in rows]
+        keep |= _accepted(headline, candidates, overlaps, settings)
+    return keep
+
+
+def _accepted(
+    headline: Headline,
+    candidates: Iterable[tuple[int, Headline]],
+    overlaps: TitleIndex[object],
+    settings: Settings,
+) -> set[int]:
+    """The candidates ``match_headlines`` accepts for ``headline``, after a necessary
+    condition checked first (~5x cheaper): a Jaccard or containment match shares
+    ``min_overlap`` tokens, a simhash one is near."""
+    overlap = overlaps.min_overlap(len(headline.tokens))
+    tokens, value = headline.tokens, headline.simhash
+    return {
+        item_id
+        for item_id, stored in candidates
+        if (
+            len(tokens & stored.tokens) >= overlap
+            or (value ^ stored.simhash).bit_count() <= settings.simhash_max_bits
+        )
+        and match_headlines(headline, stored, settings)
+    }
+
+
+def _pair_matches(
+    conn: Connection,
+    org_id: int,
+    cutoff: str,
+    headlines: Sequence[Headline],
+    settings: Settings,
+) -> set[int]:
+    """The kept window items one of these headlines matches by seed 003's rules through
+    a shared prefix pair (every Jaccard or containment match, ``title_pairs``), checked
+    on the tokens and simhash the pair rows carry: one query per chunk of keys, no item
+    row read."""
+    wanted = {headline: title_pairs.pair_keys(headline.tokens) for headline in headlines}
+    filed = title_pairs.lookup(conn, org_id, cutoff, (k for ks in wanted.values() for k in ks))
+    overlaps = TitleIndex[object](settings)
+    keep: set[int] = set()
+    for headline, pair_keys in wanted.items():
+        candidates = {
+            item_id: stored for key in pair_keys for item_id, stored in filed.get(key, ())
+        }
+        candidates = {k: v for k, v in candidates.items() if k not in keep}
+        keep |= _accepted(headline, candidates.items(), overlaps, settings)
     return keep
 
 
@@ -370,118 +410,4 @@ def _headlines(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[S
                     host=publisher_host(url) if url else "",
                 )
             )
-    return found
-
-
-def body_candidates(
-    conn: Connection,
-    survivors: Sequence[Candidate],
-    pages: Mapping[tuple[str, str], Page],
-    settings: Settings,
-    now: datetime,
-) -> WindowSnapshot:
-    """The kept window bodies stage 2 can meet for these survivors' pages: within the
-    similar-tier TLSH radius of a digest, or sharing a sampled shingle hash."""
-    cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
-    queries: dict[str, list[tuple[Page, str]]] = {}
-    for candidate in survivors:
-        page = pages.get((candidate.entry.org, candidate.page_key))
-        if page is not None and page.status != "failed" and page.digest is not None:
-            queries.setdefault(candidate.entry.org, []).append((page, candidate.entry.feed))
-    org_ids = _org_ids(conn, queries)
-    feed_ids = _feed_ids(conn, {feed for pairs in queries.values() for _, feed in pairs})
-    wanted: set[int] = set()
-    for org, org_id in org_ids.items():
-        scoped = [
-            (str(page.digest), feed_ids.get(feed, -1) if settings.dedup_scope == "feed" else None)
-            for page, feed in queries[org]
-        ]
-        wanted |= _near_digests(conn, org_id, cutoff, scoped, settings)
-        shingle_keys: set[int] = set()
-        for page, _ in queries[org]:
-            if page.shingles:
-                shingle_keys.update(sample_keys(np.frombuffer(page.shingles, dtype=np.uint32)))
-        for chunk in chunks(sorted(shingle_keys)):
-            wanted.update(
-                row[0]
-                for row in conn.execute(
-                    f"SELECT item_id FROM body_keys WHERE org_id = ? AND key IN ({_marks(chunk)})"
-                    f" AND published_at >= ?",
-                    (org_id, *chunk, cutoff),
-                )
-            )
-    return WindowSnapshot(
-        bodies=tuple(_bodies(conn, wanted, cutoff)), aggregates=WindowAggregates()
-    )
-
-
-def _near_digests(
-    conn: Connection,
-    org_id: int,
-    cutoff: str,
-    queries: Sequence[tuple[str, int | None]],
-    settings: Settings,
-) -> set[int]:
-    """For each ``(digest, feed id or None for the org scope)``, the two window bodies of
-    its scope that stage 2's TLSH side can name: the earliest within
-    ``tlsh_max_distance`` (a reprint) and the closest within ``similar_tlsh_distance``,
-    the earliest among equals (``stage2.judge``). Window order is (published, item id);
-    the others within the radius decide nothing (they are neither first nor closest, and
-    the run's own bodies all come after them). Every window digest is compared, read in
-    packs (``digest_packs``) and scored by ``tlsh_scan.scan``."""
-    if not queries:
-        return set()
-    radius = settings.similar_tlsh_distance
-    hit_limit = min(settings.tlsh_max_distance, radius)
-    window = digest_packs.window_digests(conn, org_id, cutoff)
-    allowed = []
-    for _, feed in queries:
-        mask = window.inside
-        if feed is not None:
-            in_feed = window.feed_ids == feed
-            mask = in_feed if mask is None else mask & in_feed
-        allowed.append(mask)
-    answers = scan(window.columns, [digest for digest, _ in queries], radius, hit_limit, allowed)
-    item_ids = window.item_ids
-    named: set[int] = set()
-    for answer in answers:
-        named.update(int(item_ids[position]) for position, _ in answer.hits)
-        named.update(int(item_ids[position]) for position in answer.nearest)
-    published = digest_packs.published_of(conn, org_id, named)
-    found: set[int] = set()
-    for answer in answers:
-        hits = [int(item_ids[position]) for position, _ in answer.hits]
-        if hits:
-            found.add(min(hits, key=lambda item: (published[item], item)))
-        nearest = [int(item_ids[position]) for position in answer.nearest]
-        if nearest:
-            found.add(min(nearest, key=lambda item: (published[item], item)))
-    return found
-
-
-def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:
-    """The kept window items among ``item_ids`` that have a body digest."""
-    found: list[StoredBody] = []
-    for chunk in chunks(sorted(set(item_ids))):
-        rows = conn.execute(
-            f"SELECT i.id, f.name, o.name, b.digest, i.published_at, b.shingles, i.url,"
-            f" i.title_norm FROM items i JOIN feeds f ON f.id = i.feed_id"
-            f" JOIN orgs o ON o.id = i.org_id JOIN bodies b ON b.id = i.body_id"
-            f" WHERE i.id IN ({_marks(chunk)}) AND i.published_at >= ? AND i.decision = 'kept'",
-            (*chunk, cutoff),
-        )
-        for item_id, feed, org, digest, published, shingles, url, norm in rows:
-            if digest:
-                found.append(
-                    StoredBody(
-                        item_id=item_id,
-                        feed=feed,
-                        org=org,
-                        digest=digest,
-                        published=parse_iso(published),
-                        shingles=shingles or b"",
-                        host=publisher_host(url) if url else "",
-                        tokens=tuple(norm.split()),
-                    )
-                )
     return found

@@ -11,6 +11,8 @@ reads only those items (``candidates.py``) instead of the whole window:
   (``LEAD``) and character 3-grams (``GRAM``: ``cjk.GramStats``, counted per gram).
 - ``body_keys``: the sampled shingle hashes of its body (``bodies.sample_keys``).
 - ``body_digests``: its TLSH digest, 35 bytes, and its feed (for the feed scope).
+- ``title_pairs`` (migration 0017): a non-CJK headline's prefix token pairs, with its
+  tokens and simhash (``title_pairs.py``).
 
 Every row carries the item's org and publication time, so the window is an index range.
 Keys are computed from the stored row (title, normalised tokens, simhash, body) by the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,7 +32,7 @@ from feedmd.stages import cjk
 from feedmd.stages.bodies import sample_keys
 from feedmd.stages.subject_gate import casing_counts
 from feedmd.stages.tlsh_index import decode_digest
-from feedmd.store import digest_packs
+from feedmd.store import digest_packs, title_pairs
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.schema import Connection, chunks, has_table, to_unsigned64
 
@@ -97,10 +100,20 @@ def body_rows(
     return keys, [(org_id, published, item_id, feed_id, decode_digest(digest))]
 
 
-def _rows(
-    conn: Connection, item_ids: Sequence[int], kept_only: bool = True
-) -> tuple[list[TitleRow], list[BodyRow], list[DigestRow]]:
+class KeyRows(NamedTuple):
+    """Computed key rows of items, per table."""
+
+    titles: list[TitleRow]
+    bodies: list[BodyRow]
+    digests: list[DigestRow]
+    pairs: list[title_pairs.PairRow]
+
+
+def item_key_rows(conn: Connection, item_ids: Sequence[int], kept_only: bool = True) -> KeyRows:
+    """The key rows of these items (of the kept ones, unless ``kept_only`` is False),
+    computed from their stored rows."""
     titles: list[TitleRow] = []
+    pairs: list[title_pairs.PairRow] = []
     bodies: list[BodyRow] = []
     digests: list[DigestRow] = []
     for chunk in chunks(sorted(set(item_ids))):
@@ -118,16 +131,19 @@ def _rows(
             shingles,
         ) in conn.execute(query, tuple(chunk)):
             titles += title_rows(org_id, published, item_id, title, norm, value)
+            if not cjk.is_cjk(title):
+                pairs += title_pairs.rows(org_id, published, item_id, norm, value)
             keys, digest_rows = body_rows(org_id, feed_id, published, item_id, digest, shingles)
             bodies += keys
             digests += digest_rows
-    return titles, bodies, digests
+    return KeyRows(titles, bodies, digests, pairs)
 
 
 def add_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Write the keys of these items that are kept (others are skipped)."""
-    titles, bodies, digests = _rows(conn, list(item_ids))
-    insert_rows(conn, titles, bodies, digests)
+    found = item_key_rows(conn, list(item_ids))
+    insert_rows(conn, found.titles, found.bodies, found.digests)
+    title_pairs.insert(conn, found.pairs)
 
 
 def stored_key(conn: Connection, key: object) -> object:
@@ -148,21 +164,23 @@ def insert_rows(
     bodies: Sequence[BodyRow],
     digests: Sequence[DigestRow],
 ) -> None:
-    """Insert computed key rows (a row already there is left as it is)."""
+    """Insert computed key rows (a row already there is left as it is), each table's in
+    its key order: a batch then walks each index once, front to back, instead of landing
+    on random pages (a key of one kind is always of one type, so the rows sort)."""
     conn.executemany(
         "INSERT INTO title_keys (org_id, kind, key, published_at, item_id, n)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        _keyed(conn, titles),
+        sorted(_keyed(conn, titles)),
     )
     conn.executemany(
         "INSERT INTO body_keys (org_id, key, published_at, item_id) VALUES (?, ?, ?, ?)"
         " ON CONFLICT DO NOTHING",
-        bodies,
+        sorted(bodies),
     )
     conn.executemany(
         "INSERT INTO body_digests (org_id, published_at, item_id, feed_id, tlsh)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        digests,
+        sorted(digests),
     )
     digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
@@ -170,7 +188,8 @@ def insert_rows(
 def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     """Delete the keys of these items, kept or not (before their body changes: the rows
     to delete are recomputed from the stored title and body)."""
-    titles, bodies, digests = _rows(conn, list(item_ids), kept_only=False)
+    titles, bodies, digests, pairs = item_key_rows(conn, list(item_ids), kept_only=False)
+    title_pairs.delete(conn, pairs)
     conn.executemany(
         "DELETE FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
         " AND published_at = ? AND item_id = ?",

@@ -20,7 +20,8 @@ from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
 from feedmd.stages.urls import host_of, publisher_host
 from feedmd.store import digest_packs
-from feedmd.store.candidates import body_candidates, candidate_snapshot, needs_whole_window
+from feedmd.store.body_candidates import body_candidates
+from feedmd.store.candidates import candidate_snapshot, needs_whole_window
 from feedmd.store.keys import keys_dirty, sync_dirty
 from feedmd.store.schema import Connected, Connection, chunks, to_unsigned64, transaction
 from feedmd.timeutil import iso, parse_iso

@@ -1,0 +1,135 @@
+"""The window's bodies as stage 2 needs them, read through the body keys (``keys.py``):
+only the kept bodies a survivor's page can meet (issue 13; ``candidates.py`` explains
+why the restricted snapshot decides exactly as the whole window would).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from feedmd.models import Candidate, Page, StoredBody, WindowAggregates, WindowSnapshot
+from feedmd.settings import Settings
+from feedmd.stages.bodies import sample_keys
+from feedmd.stages.tlsh_scan import scan
+from feedmd.stages.urls import publisher_host
+from feedmd.store import digest_packs
+from feedmd.store.candidates import _feed_ids, _marks, _org_ids
+from feedmd.store.schema import Connection, chunks
+from feedmd.timeutil import iso, parse_iso
+
+
+def body_candidates(
+    conn: Connection,
+    survivors: Sequence[Candidate],
+    pages: Mapping[tuple[str, str], Page],
+    settings: Settings,
+    now: datetime,
+) -> WindowSnapshot:
+    """The kept window bodies stage 2 can meet for these survivors' pages: within the
+    similar-tier TLSH radius of a digest, or sharing a sampled shingle hash."""
+    cutoff = iso(now - timedelta(hours=settings.dedup_window_hours))
+    queries: dict[str, list[tuple[Page, str]]] = {}
+    for candidate in survivors:
+        page = pages.get((candidate.entry.org, candidate.page_key))
+        if page is not None and page.status != "failed" and page.digest is not None:
+            queries.setdefault(candidate.entry.org, []).append((page, candidate.entry.feed))
+    org_ids = _org_ids(conn, queries)
+    feed_ids = _feed_ids(conn, {feed for pairs in queries.values() for _, feed in pairs})
+    wanted: set[int] = set()
+    for org, org_id in org_ids.items():
+        scoped = [
+            (str(page.digest), feed_ids.get(feed, -1) if settings.dedup_scope == "feed" else None)
+            for page, feed in queries[org]
+        ]
+        wanted |= _near_digests(conn, org_id, cutoff, scoped, settings)
+        shingle_keys: set[int] = set()
+        for page, _ in queries[org]:
+            if page.shingles:
+                shingle_keys.update(sample_keys(np.frombuffer(page.shingles, dtype=np.uint32)))
+        for chunk in chunks(sorted(shingle_keys)):
+            wanted.update(
+                row[0]
+                for row in conn.execute(
+                    f"SELECT item_id FROM body_keys WHERE org_id = ? AND key IN ({_marks(chunk)})"
+                    f" AND published_at >= ?",
+                    (org_id, *chunk, cutoff),
+                )
+            )
+    return WindowSnapshot(
+        bodies=tuple(_bodies(conn, wanted, cutoff)), aggregates=WindowAggregates()
+    )
+
+
+def _near_digests(
+    conn: Connection,
+    org_id: int,
+    cutoff: str,
+    queries: Sequence[tuple[str, int | None]],
+    settings: Settings,
+) -> set[int]:
+    """For each ``(digest, feed id or None for the org scope)``, the two window bodies of
+    its scope that stage 2's TLSH side can name: the earliest within
+    ``tlsh_max_distance`` (a reprint) and the closest within ``similar_tlsh_distance``,
+    the earliest among equals (``stage2.judge``). Window order is (published, item id);
+    the others within the radius decide nothing (they are neither first nor closest, and
+    the run's own bodies all come after them). Every window digest is compared, read in
+    packs (``digest_packs``) and scored by ``tlsh_scan.scan``."""
+    if not queries:
+        return set()
+    radius = settings.similar_tlsh_distance
+    hit_limit = min(settings.tlsh_max_distance, radius)
+    window = digest_packs.window_digests(conn, org_id, cutoff)
+    allowed = []
+    for _, feed in queries:
+        mask = window.inside
+        if feed is not None:
+            in_feed = window.feed_ids == feed
+            mask = in_feed if mask is None else mask & in_feed
+        allowed.append(mask)
+    answers = scan(window.columns, [digest for digest, _ in queries], radius, hit_limit, allowed)
+    item_ids = window.item_ids
+    named: set[int] = set()
+    for answer in answers:
+        named.update(int(item_ids[position]) for position, _ in answer.hits)
+        named.update(int(item_ids[position]) for position in answer.nearest)
+    published = digest_packs.published_of(conn, org_id, named)
+    found: set[int] = set()
+    for answer in answers:
+        hits = [int(item_ids[position]) for position, _ in answer.hits]
+        if hits:
+            found.add(min(hits, key=lambda item: (published[item], item)))
+        nearest = [int(item_ids[position]) for position in answer.nearest]
+        if nearest:
+            found.add(min(nearest, key=lambda item: (published[item], item)))
+    return found
+
+
+def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredBody]:
+    """The kept window items among ``item_ids`` that have a body digest."""
+    found: list[StoredBody] = []
+    for chunk in chunks(sorted(set(item_ids))):
+        rows = conn.execute(
+            f"SELECT i.id, f.name, o.name, b.digest, i.published_at, b.shingles, i.url,"
+            f" i.title_norm FROM items i JOIN feeds f ON f.id = i.feed_id"
+            f" JOIN orgs o ON o.id = i.org_id JOIN bodies b ON b.id = i.body_id"
+            f" WHERE i.id IN ({_marks(chunk)}) AND i.published_at >= ? AND i.decision = 'kept'",
+            (*chunk, cutoff),
+        )
+        for item_id, feed, org, digest, published, shingles, url, norm in rows:
+            if digest:
+                found.append(
+                    StoredBody(
+                        item_id=item_id,
+                        feed=feed,
+                        org=org,
+                        digest=digest,
+                        published=parse_iso(published),
+                        shingles=shingles or b"",
+                        host=publisher_host(url) if url else "",
+                        tokens=tuple(norm.split()),
+                    )
+                )
+    return found
