@@ -28,17 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from benchmarks import window
+from benchmarks import window, window_seed
 from feedmd.config import Config, FeedConfig, OutputConfig
-from feedmd.events.encoder import MODEL_NAME
-from feedmd.events.vectors import normalise, to_stored
 from feedmd.settings import Settings
 from feedmd.store import open_store
-
-SEED = 5
-DIMENSIONS = 384
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,24 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the generated store")
     parser.add_argument("--workers", type=int, default=2, help="fingerprinting processes")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # DB SITE RUN EVENTS
-
-
-def with_vectors(seeded: Path, target: Path) -> int:
-    """Copy the window benchmark's store to ``target`` and give each kept item a stored
-    event vector; return how many."""
-    shutil.copyfile(seeded, target)
-    store = open_store(target)
-    try:
-        ids = store.kept_without_event(window.ORG)
-        rng = np.random.default_rng(SEED)
-        for start in range(0, len(ids), 8_192):
-            chunk = ids[start : start + 8_192]
-            rows = normalise(rng.standard_normal(size=(len(chunk), DIMENSIONS), dtype=np.float32))
-            vectors = [(item_id, to_stored(row)) for item_id, row in zip(chunk, rows, strict=True)]
-            store.seed_event_vectors(vectors, MODEL_NAME, Settings().event_threshold)
-    finally:
-        store.close()
-    return len(ids)
 
 
 def child_run(db: Path, root: Path, run: int, events: bool) -> dict[str, Any]:
@@ -122,7 +97,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         runs = {k: window.new_entries(args.seed, k, args.new, sample) for k in range(args.runs)}
         window._site(work / "root", runs)
         on_db, off_db = work / "on.db", work / "off.db"
-        vectors = with_vectors(seeded, on_db)
+        vectors = window_seed.with_event_vectors(seeded, on_db)
         shutil.copyfile(on_db, off_db)
         on, off = [], []
         for k in range(args.runs):
