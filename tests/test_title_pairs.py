@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 from conftest import at, fixture_bodies
 
+from feedmd.errors import StoreError
 from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1
@@ -214,8 +215,37 @@ def test_a_bulk_load_stores_the_keys_a_run_stores(
             store.seed_items(items[start : start + 25], settings, NOW)
         if bulk:
             assert store._conn.execute("SELECT COUNT(*) FROM title_keys").fetchone()[0] == 0
+            assert _indexes(store, "items") == []  # built at the end
             store.finish_bulk_load()
         found.append({t: sorted(store._conn.execute(f"SELECT * FROM {t}")) for t in tables})
+        found[-1]["indexes"] = _indexes(store, "items") + _indexes(store, "bodies")
         store.close()
     assert all(found[0][table] for table in tables)
+    assert len(found[0]["indexes"]) >= 8
     assert found[1] == found[0]
+    assert sorted(p.name for p in tmp_path.iterdir() if "True.db" in p.name) == ["True.db"]
+
+
+def _indexes(store: Store, table: str) -> list[tuple[str, str]]:
+    return store._conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+        " AND sql IS NOT NULL ORDER BY name",
+        (table,),
+    ).fetchall()
+
+
+def test_a_bulk_load_whose_second_sort_fails_says_so(tmp_path) -> None:
+    """The second process sorts body_keys from the staging file: when it fails (here the
+    file is gone), finishing raises instead of leaving a store without body keys."""
+    settings = Settings()
+    text = "\n\n".join(next(iter(sorted(fixture_bodies().items())))[1])
+    entry = _entry(1, "Council approves budget plan after long debate", 50)
+    candidate = stage1.prepare(entry)
+    page = fingerprint(Page(candidate.page_key, entry.url, "o", "ok", markdown=text), settings)
+    store = open_store(tmp_path / "s.db")
+    store.bulk_load_mode()
+    store.seed_items([SeedItem(candidate, page=page)], settings, NOW)
+    (tmp_path / "s.db.staging").unlink()
+    with pytest.raises(StoreError, match="sorting the staged body_keys rows failed"):
+        store.finish_bulk_load()
+    store.close()

@@ -6,14 +6,16 @@ without running the pipeline."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from feedmd.models import Candidate, Page
 from feedmd.settings import Settings
 from feedmd.stages.prose import prose_settings_version
-from feedmd.store import digest_packs
+from feedmd.store import bulk_load, digest_packs
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.keys import add_item_keys, item_key_rows, keys_dirty
 from feedmd.store.runs import ENTRY_COLUMNS, entry_values
@@ -32,48 +34,33 @@ class SeedItem:
     page: Page | None = None
 
 
-# The key tables a bulk load stages, with their key order (the primary keys).
-STAGED = {
-    "title_keys": "org_id, kind, key, published_at, item_id",
-    "body_keys": "org_id, key, published_at, item_id",
-    "body_digests": "org_id, published_at, item_id",
-    "title_pairs": "org_id, key, published_at, item_id",
-}
-
-
 class Seeding(Connected):
     """``seed_items``: the benchmark's and the tests' bulk loader."""
 
-    _staged = False
+    _reindex: list[str] | None = None  # in bulk-load mode: the indexes to build at the end
 
     def bulk_load_mode(self) -> None:
         """Load faster into a new store nothing else reads yet (``schema.bulk_load_mode``):
         the benchmark seeds its cached stores so, under a temporary name. On SQLite the key
-        rows go to temporary tables in arrival order and into the key tables in key order
-        at ``finish_bulk_load``: inserted as they come, they land on random pages of
-        indexes larger than the cache (the writer's CPU an item doubled from a 10k-item
-        store to a 300k one, benchmarks/README.md)."""
+        rows are staged and sorted in at ``finish_bulk_load`` on both cores, and the
+        secondary indexes of items and bodies are built there (``bulk_load.py``)."""
         bulk_load_mode(self._conn)
-        if dialect_of(self._conn) == POSTGRESQL:
+        if dialect_of(self._conn) == POSTGRESQL or not self.path:
             return
-        for table in STAGED:
-            self._conn.execute(
-                f"CREATE TEMP TABLE staged_{table} AS SELECT * FROM {table} WHERE 0 = 1"
-            )
-        self._staged = True
+        assert isinstance(self._conn, sqlite3.Connection)
+        self._reindex = bulk_load.begin(self._conn, Path(self.path))
 
     def finish_bulk_load(self) -> None:
-        """Move the staged key rows into the key tables, sorted, and pack the digests
-        (``digest_packs.seal``); a store is complete only after this."""
-        if not self._staged:
+        """Sort the staged key rows into the key tables, build the indexes left out, and
+        pack the digests (``digest_packs.seal``); a store is complete only after this."""
+        if self._reindex is None:
             return
+        assert isinstance(self._conn, sqlite3.Connection)
+        bulk_load.finish(self._conn, Path(self.path), self._reindex)
+        self._reindex = None
         with transaction(self._db) as conn:
-            for table, order in STAGED.items():
-                conn.execute(f"INSERT INTO {table} SELECT * FROM staged_{table} ORDER BY {order}")
-                conn.execute(f"DROP TABLE staged_{table}")
             for (org_id,) in conn.execute("SELECT DISTINCT org_id FROM body_digests").fetchall():
                 digest_packs.seal(conn, org_id)
-        self._staged = False
 
     def seed_items(self, items: Sequence[SeedItem], settings: Settings, now: datetime) -> list[int]:
         """Store ``items`` (their feeds and orgs created as needed) under one run; return
@@ -135,7 +122,7 @@ class Seeding(Connected):
                     )
                 ids.append(self._seed_one(run_id, feeds, orgs, item, body_id, settings))
             kept = [i for i, item in zip(ids, items, strict=True) if item.decision == "kept"]
-            if self._staged:
+            if self._reindex is not None:
                 _stage_keys(conn, kept)
             else:
                 add_item_keys(conn, kept)
@@ -182,14 +169,15 @@ class Seeding(Connected):
 
 
 def _stage_keys(conn: Connection, item_ids: list[int]) -> None:
-    """The key rows of these kept items, appended to the staged tables."""
+    """The key rows of these kept items: staged (``bulk_load.stage``), the digest rows
+    written (in publication order when items are loaded so; packed at the end)."""
+    assert isinstance(conn, sqlite3.Connection)
     found = item_key_rows(conn, item_ids)
-    for table, rows in (
-        ("title_keys", found.titles),
-        ("body_keys", found.bodies),
-        ("body_digests", found.digests),
-        ("title_pairs", found.pairs),
-    ):
-        if rows:
-            marks = ",".join("?" * len(rows[0]))
-            conn.executemany(f"INSERT INTO staged_{table} VALUES ({marks})", rows)
+    bulk_load.stage(conn, "title_keys", list(found.titles))
+    bulk_load.stage(conn, "body_keys", list(found.bodies))
+    bulk_load.stage(conn, "title_pairs", list(found.pairs))
+    conn.executemany(
+        "INSERT INTO body_digests (org_id, published_at, item_id, feed_id, tlsh)"
+        " VALUES (?, ?, ?, ?, ?)",
+        found.digests,
+    )
