@@ -8,16 +8,13 @@ Reading ``body_digests`` one row per body cost ~3 us a body in Python (most of a
 ``PACK_ITEMS`` ids, as ``tlsh_scan.DigestColumns`` blobs, so a 1M-item window is ~250
 rows of ~200 KB.
 
-Invariants (every writer of ``body_digests`` goes through ``keys.insert_rows`` and
-``keys.drop_item_keys``, which call ``refresh``):
-
-- every id range of an org below its newest range has a pack row (possibly empty), built
-  from ``body_digests`` after its last change ("sealed");
-- the newest range (the org's largest pack number + 1 and up) has no pack and is read from
-  ``body_digests`` directly: it holds fewer than ``2 * PACK_ITEMS`` rows.
-
-A pack keeps its records' publication times (fixed-width text, compared as SQLite compares
-text) for the packs the window cutoff cuts through; ``oldest`` / ``newest`` say which.
+The mechanism (which ranges are sealed, building and refreshing a pack, ``behind``, the
+time cut of a pack, the newest range read row by row) is ``range_packs.py``, shared with the
+event vector packs; this module says what a digest pack holds (``KIND``) and turns it into
+``WindowDigests``. Every writer of ``body_digests`` goes through ``keys.insert_rows`` and
+``keys.drop_item_keys``, which call ``refresh``, so every id range of an org below its
+newest range is sealed and the newest range, read from ``body_digests`` directly, holds
+fewer than ``2 * PACK_ITEMS`` rows.
 """
 
 from __future__ import annotations

@@ -5,16 +5,14 @@ A run compares its new headlines with every vector of its scope's window. Read o
 item, 100,000 vectors cost 0.3-0.8 s of the database handing rows to Python (docs/events.md
 "Cost"); a pack holds the vectors of one org's items of one model whose ids fall in one
 range of ``PACK_ITEMS`` ids, as blobs (item ids, feed ids, publication times, vectors), so a
-100k window is ~25 rows and a 1M window ~250. The same layout as the TLSH digest packs
-(``digest_packs.py``).
+100k window is ~25 rows and a 1M window ~250.
 
-Invariants (every writer of ``item_events`` rows calls ``refresh`` in its transaction;
-``split_event`` changes only event ids, which packs do not hold):
-
-- every id range of an (org, model) below its newest range has a pack row (possibly
-  empty), built from ``item_events`` after its last change ("sealed");
-- the newest range (the largest pack number + 1 and up) has no pack and is read from
-  ``item_events`` directly: it holds fewer than ``2 * PACK_ITEMS`` ids.
+The mechanism (sealed ranges, building and refreshing a pack, ``behind``, the time cut of a
+pack, the newest range read row by row, and its invariants) is ``range_packs.py``, shared
+with the TLSH digest packs (``digest_packs.py``); this module says what an event pack holds
+(``KIND``) and turns it into ``StoredBlock``s. Every writer of ``item_events`` rows calls
+``refresh`` in its transaction (``split_event`` changes only event ids, which packs do not
+hold).
 
 A store whose vectors predate the packs (migration 0018 creates the table empty: a blob of
 many rows cannot be built in portable SQL) is packed by its first scan (``behind`` then
