@@ -238,8 +238,12 @@ def test_the_newest_range_is_read_in_blocks(store: Store) -> None:
     blocks = list(range_packs.newest(conn, KIND, (ORG,), ("feed_id",), "", rows=5))
     assert [len(block) for block in blocks] == [5] * 4 + [4]
     assert [int(row[0]) for block in blocks for row in block] == ids
-    exact = list(range_packs.newest(conn, KIND, (ORG,), ("feed_id",), "", rows=len(ids)))
+    # no time bound at all (``None``): the same rows
+    exact = list(range_packs.newest(conn, KIND, (ORG,), ("feed_id",), None, rows=len(ids)))
     assert [len(block) for block in exact] == [len(ids)]  # a full block, then nothing
+    assert [row for block in exact for row in block] == [row for b in blocks for row in b]
+    late = list(range_packs.newest(conn, KIND, (ORG,), ("feed_id",), _time(20), _time(22)))
+    assert [int(row[0]) for block in late for row in block] == [20, 21, 22]
 
 
 def test_time_cut_both_sides() -> None:

@@ -117,11 +117,8 @@ def window_digests(conn: Connection, org_id: int, cutoff: str) -> WindowDigests:
         feeds.append(np.frombuffer(feed_ids, dtype="<i8").astype(np.int64))
         parts.append(DigestColumns.from_bytes(heads, planes))
         masks.append(mask)
-    tail = [
-        row
-        for block in range_packs.newest(conn, KIND, (org_id,), ("feed_id", "tlsh"), cutoff)
-        for row in block
-    ]
+    newest = range_packs.newest(conn, KIND, (org_id,), ("feed_id", "published_at", "tlsh"), None)
+    tail = [(row[0], row[1], row[3]) for block in newest for row in block if row[2] >= cutoff]
     ids.append(np.array([row[0] for row in tail], dtype=np.int64))
     feeds.append(np.array([row[1] for row in tail], dtype=np.int64))
     parts.append(DigestColumns.from_raw(b"".join(row[2] for row in tail)))

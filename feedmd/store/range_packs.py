@@ -214,26 +214,31 @@ def newest(
     kind: PackKind,
     scope: Scope,
     columns: Sequence[str],
-    since: str,
+    since: str | None,
     until: str | None = None,
     where: str = "",
     params: Sequence[Any] = (),
     rows: int = ROWS,
 ) -> Iterator[list[Any]]:
     """The scope's base rows of the newest (unpacked) range published at or after ``since``
-    (and at or before ``until``; matching the extra SQL condition ``where``, which starts
-    with `` AND``, with ``params``), as rows of (item id, *``columns``) in item id order, in
-    blocks of at most ``rows``: fewer than ``2 * items()`` once sealed, every row of a
-    scope not sealed yet."""
+    (None: at any time; and at or before ``until``; matching the extra SQL condition
+    ``where``, which starts with `` AND``, with ``params``), as rows of (item id,
+    *``columns``) in item id order, in blocks of at most ``rows``: fewer than
+    ``2 * items()`` once sealed, every row of a scope not sealed yet.
+
+    Without ``since`` the query is the range's item-id range alone (the digest packs filter
+    the times themselves: a time bound there could steer a planner with statistics onto
+    ``body_digests``' (org_id, published_at) key and a scan of the whole window)."""
     scoped, scope_params = _where(kind, scope)
     after = (sealed(conn, kind, scope) or 0) * kind.items() - 1
-    upper = "" if until is None else " AND published_at <= ?"
-    args = (*scope_params, since, *(() if until is None else (until,)), *params)
+    times = "" if since is None else " AND published_at >= ?"
+    times += "" if until is None else " AND published_at <= ?"
+    bounds = tuple(bound for bound in (since, until) if bound is not None)
+    args = (*scope_params, *bounds, *params)
     while True:
         block = conn.execute(
             f"SELECT item_id, {', '.join(columns)} FROM {kind.base}"
-            f" WHERE {scoped} AND published_at >= ?{upper}{where} AND item_id > ?"
-            " ORDER BY item_id LIMIT ?",
+            f" WHERE {scoped}{times}{where} AND item_id > ? ORDER BY item_id LIMIT ?",
             (*args, after, rows),
         ).fetchall()
         if not block:
