@@ -8,27 +8,27 @@ Reading ``body_digests`` one row per body cost ~3 us a body in Python (most of a
 ``PACK_ITEMS`` ids, as ``tlsh_scan.DigestColumns`` blobs, so a 1M-item window is ~250
 rows of ~200 KB.
 
-Invariants (every writer of ``body_digests`` goes through ``keys.insert_rows`` and
-``keys.drop_item_keys``, which call ``refresh``):
-
-- every id range of an org below its newest range has a pack row (possibly empty), built
-  from ``body_digests`` after its last change ("sealed");
-- the newest range (the org's largest pack number + 1 and up) has no pack and is read from
-  ``body_digests`` directly: it holds fewer than ``2 * PACK_ITEMS`` rows.
-
-A pack keeps its records' publication times (fixed-width text, compared as SQLite compares
-text) for the packs the window cutoff cuts through; ``oldest`` / ``newest`` say which.
+The mechanism (which ranges are sealed, building and refreshing a pack, ``behind``, the
+time cut of a pack, the newest range read row by row) is ``range_packs.py``, shared with the
+event vector packs; this module says what a digest pack holds (``KIND``) and turns it into
+``WindowDigests``. Every writer of ``body_digests`` goes through ``keys.insert_rows`` and
+``keys.drop_item_keys``, which call ``refresh``, so every id range of an org below its
+newest range is sealed and the newest range, read from ``body_digests`` directly, holds
+fewer than ``2 * PACK_ITEMS`` rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from feedmd.stages.tlsh_scan import DigestColumns
+from feedmd.store import range_packs
+from feedmd.store.range_packs import PackKind
 from feedmd.store.schema import Connection, has_table
 
 # Item ids per pack. 4,096: a pack is ~200 KB of blobs (a 1M-item window ~250 rows), and
@@ -49,91 +49,57 @@ class WindowDigests:
     inside: npt.NDArray[np.bool_] | None
 
 
+def _encode(payloads: list[Any]) -> tuple[bytes, ...]:
+    """A range's TLSH digests (raw bytes, in item id order) as the ``heads`` and ``planes``
+    blobs of ``DigestColumns``."""
+    return DigestColumns.from_raw(b"".join(payloads)).to_bytes()
+
+
+def _items() -> int:
+    """The pack size, read at each call (tests change ``PACK_ITEMS``)."""
+    return PACK_ITEMS
+
+
+KIND = PackKind(
+    table="digest_packs",
+    base="body_digests",
+    scope=("org_id",),
+    payload="tlsh",
+    blobs=("heads", "planes"),
+    encode=_encode,
+    items=_items,
+)
+
+
 def _sealed(conn: Connection, org_id: int) -> int | None:
     """The first pack number of the org's newest (unpacked) range; None before any pack."""
-    row = conn.execute("SELECT MAX(pack) FROM digest_packs WHERE org_id = ?", (org_id,)).fetchone()
-    return None if row[0] is None else int(row[0]) + 1
+    return range_packs.sealed(conn, KIND, (org_id,))
 
 
 def _build(conn: Connection, org_id: int, pack: int) -> None:
     """(Re)write one pack from ``body_digests``."""
-    rows = conn.execute(
-        "SELECT item_id, feed_id, published_at, tlsh FROM body_digests"
-        " WHERE org_id = ? AND item_id >= ? AND item_id < ? ORDER BY item_id",
-        (org_id, pack * PACK_ITEMS, (pack + 1) * PACK_ITEMS),
-    ).fetchall()
-    published = [row[2].encode("utf-8") for row in rows]
-    width = max(map(len, published), default=1)
-    heads, planes = DigestColumns.from_raw(b"".join(row[3] for row in rows)).to_bytes()
-    conn.execute(
-        "INSERT INTO digest_packs (org_id, pack, oldest, newest, records, width, item_ids,"
-        " feed_ids, heads, planes, published) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (org_id, pack) DO UPDATE SET oldest = excluded.oldest,"
-        " newest = excluded.newest, records = excluded.records, width = excluded.width,"
-        " item_ids = excluded.item_ids, feed_ids = excluded.feed_ids,"
-        " heads = excluded.heads, planes = excluded.planes, published = excluded.published",
-        (
-            org_id,
-            pack,
-            min((row[2] for row in rows), default=""),
-            max((row[2] for row in rows), default=""),
-            len(rows),
-            width,
-            np.array([row[0] for row in rows], dtype="<i8").tobytes(),
-            np.array([row[1] for row in rows], dtype="<i8").tobytes(),
-            heads,
-            planes,
-            np.array(published, dtype=f"S{width}").tobytes(),
-        ),
-    )
+    range_packs.build(conn, KIND, (org_id,), pack)
 
 
 def refresh(conn: Connection, touched: Iterable[tuple[int, int]]) -> None:
     """After ``body_digests`` rows of these ``(org id, item id)`` changed: rebuild the
     sealed packs they fall in, and seal every range of their orgs below the newest one."""
-    by_org: dict[int, set[int]] = {}
-    for org_id, item_id in touched:
-        by_org.setdefault(org_id, set()).add(item_id // PACK_ITEMS)
-    for org_id, packs in by_org.items():
-        seal(conn, org_id, packs)
+    range_packs.refresh(conn, KIND, [((org_id,), item_id) for org_id, item_id in touched])
 
 
 def seal(conn: Connection, org_id: int, changed: Iterable[int] = ()) -> None:
     """Rebuild the org's packs among ``changed`` that are sealed, then pack every range
     below the one holding its largest item id."""
-    sealed = _sealed(conn, org_id)
-    if sealed is not None:
-        for pack in sorted(set(changed)):
-            if pack < sealed:
-                _build(conn, org_id, pack)
-    row = conn.execute(
-        "SELECT MIN(item_id), MAX(item_id) FROM body_digests WHERE org_id = ?", (org_id,)
-    ).fetchone()
-    if row[1] is None:
-        return
-    first = sealed if sealed is not None else int(row[0]) // PACK_ITEMS
-    for pack in range(first, int(row[1]) // PACK_ITEMS):
-        _build(conn, org_id, pack)
+    range_packs.seal(conn, KIND, (org_id,), changed)
 
 
 def behind(conn: Connection) -> list[int]:
     """The orgs whose newest, unpacked range spans more than one pack (a store migrated
     to 0013 with digests already stored): ``seal`` them before reading."""
-    late: list[int] = []
-    if not has_table(conn, "digest_packs"):  # a store not migrated this far
-        return late
+    if not has_table(conn, KIND.table):  # a store not migrated this far
+        return []
     orgs = conn.execute("SELECT id FROM orgs").fetchall()
-    for (org_id,) in orgs:
-        row = conn.execute(
-            "SELECT MIN(item_id), MAX(item_id) FROM body_digests WHERE org_id = ?", (org_id,)
-        ).fetchone()
-        if row[1] is None:
-            continue
-        sealed = _sealed(conn, org_id)
-        first = sealed if sealed is not None else int(row[0]) // PACK_ITEMS
-        if int(row[1]) // PACK_ITEMS > first:
-            late.append(int(org_id))
-    return late
+    return [int(org_id) for (org_id,) in orgs if range_packs.behind(conn, KIND, (org_id,))]
 
 
 def window_digests(conn: Connection, org_id: int, cutoff: str) -> WindowDigests:
@@ -143,36 +109,19 @@ def window_digests(conn: Connection, org_id: int, cutoff: str) -> WindowDigests:
     feeds: list[I64] = []
     parts: list[DigestColumns] = []
     masks: list[npt.NDArray[np.bool_] | None] = []
-    bound = cutoff.encode("utf-8")
-    for pack, oldest, item_ids, feed_ids, heads, planes in conn.execute(
-        "SELECT pack, oldest, item_ids, feed_ids, heads, planes FROM digest_packs"
-        " WHERE org_id = ? AND newest >= ? ORDER BY pack",
-        (org_id, cutoff),
+    columns = ("item_ids", "feed_ids", "heads", "planes")
+    for (item_ids, feed_ids, heads, planes), mask in range_packs.packs(
+        conn, KIND, (org_id,), columns, cutoff
     ):
         ids.append(np.frombuffer(item_ids, dtype="<i8").astype(np.int64))
         feeds.append(np.frombuffer(feed_ids, dtype="<i8").astype(np.int64))
         parts.append(DigestColumns.from_bytes(heads, planes))
-        mask = None
-        if oldest < cutoff:
-            width, published = conn.execute(
-                "SELECT width, published FROM digest_packs WHERE org_id = ? AND pack = ?",
-                (org_id, pack),
-            ).fetchone()
-            mask = np.frombuffer(published, dtype=f"S{width}") >= bound
         masks.append(mask)
-    sealed = _sealed(conn, org_id) or 0
-    tail = [
-        row
-        for row in conn.execute(
-            "SELECT item_id, feed_id, published_at, tlsh FROM body_digests"
-            " WHERE org_id = ? AND item_id >= ? ORDER BY item_id",
-            (org_id, sealed * PACK_ITEMS),
-        )
-        if row[2] >= cutoff
-    ]
+    newest = range_packs.newest(conn, KIND, (org_id,), ("feed_id", "published_at", "tlsh"), None)
+    tail = [(row[0], row[1], row[3]) for block in newest for row in block if row[2] >= cutoff]
     ids.append(np.array([row[0] for row in tail], dtype=np.int64))
     feeds.append(np.array([row[1] for row in tail], dtype=np.int64))
-    parts.append(DigestColumns.from_raw(b"".join(row[3] for row in tail)))
+    parts.append(DigestColumns.from_raw(b"".join(row[2] for row in tail)))
     masks.append(None)
     inside = None
     if any(mask is not None for mask in masks):
