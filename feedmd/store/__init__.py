@@ -20,7 +20,10 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     retries.py  failed items' retries: due items, attempts, recovered decisions
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
                 (headlines; title_pairs.py its token pairs), body_candidates.py (bodies)
-    seed.py     bulk loading of prepared items (the window benchmark, tests)
+    range_packs.py  window rows packed per range of item ids: the TLSH digests
+                (digest_packs.py) and the event vectors (event_packs.py)
+    seed.py     bulk loading of prepared items (the window benchmark, tests);
+                bulk_load.py its staged key rows, sorted in on both cores
 
 A change to the schema is one migration plus a change inside this folder.
 """
