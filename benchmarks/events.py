@@ -8,8 +8,9 @@
 3. Time one run's lookup: ``--queries`` new vectors (20 by default, a typical run) against
    every stored vector in one blocked pass (feedmd/events/scan.py), first in memory cut as
    packs are (``lookup_ms``: the arithmetic), then through a real SQLite store holding
-   them in ``item_events`` and its packs (``store_lookup_ms``: read and arithmetic), and
-   check both against an exact float32 scan of the same decoded vectors.
+   them in ``item_events`` and its packs (``store_lookup_ms``: read and arithmetic; then
+   ``store_read_ms``: the same window only read, no arithmetic), and check both against an
+   exact float32 scan of the same decoded vectors.
 4. Report the whole added cost of a run with events: loading the model, encoding the
    queries' headlines and the store lookup.
 
@@ -106,10 +107,11 @@ def _stored(count: int, queries: np.ndarray, seed: int) -> tuple[list[int], list
 
 def _store_lookup(
     ids: list[int], published: list[str], blobs: list[bytes], queries: np.ndarray
-) -> tuple[float, float, list[list[tuple[int, float]]]]:
+) -> tuple[float, float, float, list[list[tuple[int, float]]]]:
     """Write the vectors into a real SQLite store (``item_events`` and its packs), then time
-    one run's lookup through the store's window (``EventScan``, read and compared);
-    return (seconds writing, seconds of the lookup, its hits)."""
+    one run's lookup through the store's window (``EventScan``, read and compared) and one
+    pass that only reads the same window; return (seconds writing, seconds of the lookup,
+    seconds of the read alone, the lookup's hits)."""
     with tempfile.TemporaryDirectory(prefix="feedmd-events-lookup-") as tmp:
         store = open_store(Path(tmp) / "lookup.db")
         try:
@@ -126,17 +128,24 @@ def _store_lookup(
             assert scan is not None
             hits = scan.hits(queries, K, MIN_SCORE)
             lookup_s = time.perf_counter() - started
+            started = time.perf_counter()
+            again = store.event_scan("bench", None, NOW - timedelta(hours=48), MODEL)
+            assert again is not None
+            read = sum(len(block) for block in again._blocks())  # the read path alone
+            read_s = time.perf_counter() - started
+            assert read == len(ids)
         finally:
             store.close()
-    return write_s, lookup_s, hits
+    return write_s, lookup_s, read_s, hits
 
 
 def run(stored: int, queries: int, encode: int) -> dict[str, object]:
     """The figures: encode_per_s, lookup_ms (one run's queries against ``stored`` vectors
     held in memory as packs), store_lookup_ms (the same through a real SQLite store: the
-    packs read and compared), run_added_s (load + encode + store lookup for one run),
-    identical (both lookups give the exact scan's items), peak_mb (peak RSS of the whole
-    process: the model, the ``stored`` vectors held as bytes objects, the scan)."""
+    packs read and compared), store_read_ms (the same packs only read), run_added_s
+    (load + encode + store lookup for one run), identical (both lookups give the exact
+    scan's items), peak_mb (peak RSS of the whole process: the model, the ``stored``
+    vectors held as bytes objects, the scan)."""
     started = time.perf_counter()
     encoder = E5Encoder()
     encoder.encode(["warm up"])
@@ -156,7 +165,7 @@ def run(stored: int, queries: int, encode: int) -> dict[str, object]:
     started = time.perf_counter()
     found = scan_blocks(vectors, blocks_of(ids, blobs, published, PACK_ROWS), K, MIN_SCORE)
     lookup_s = time.perf_counter() - started
-    write_s, store_s, from_store = _store_lookup(ids, published, blobs, vectors)
+    write_s, store_s, read_s, from_store = _store_lookup(ids, published, blobs, vectors)
 
     identical = from_store == found
     exact_scores = np.concatenate(
@@ -179,6 +188,7 @@ def run(stored: int, queries: int, encode: int) -> dict[str, object]:
         "lookup_ms": round(lookup_s * 1000, 1),
         "lookup_ms_per_query": round(lookup_s * 1000 / max(queries, 1), 2),
         "store_lookup_ms": round(store_s * 1000, 1),
+        "store_read_ms": round(read_s * 1000, 1),
         "store_write_s": round(write_s, 1),
         "run_encode_s": round(run_encode_s, 3),
         "run_added_s": round(load_s + run_encode_s + store_s, 3),

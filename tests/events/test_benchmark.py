@@ -23,3 +23,4 @@ def test_events_benchmark_small() -> None:
     assert figures["identical"] is True
     assert figures["stored"] == 3000 and figures["stored_mb"] == round(3000 * 388 / 1e6, 1)
     assert figures["encode_per_s"] > 0 and figures["lookup_ms"] >= 0
+    assert figures["store_read_ms"] > 0 and figures["store_lookup_ms"] > 0
