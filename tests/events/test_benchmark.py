@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_events_benchmark_small() -> None:
-    args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--json"]
+    args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--lookups", "3"]
+    args.append("--json")
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "run.py"), *args],
         capture_output=True,
