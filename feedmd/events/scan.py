@@ -13,7 +13,12 @@ result is exact whatever order BLAS adds in) times both inverse lengths, in floa
 pair therefore gets the same score bit for bit whichever block, pack or row path holds
 the stored vector, and ties are broken by (publication time, item id), the order the
 window was read in before packs: decisions do not depend on how the window is cut.
-Measured by ``python benchmarks/run.py events`` (docs/events.md).
+
+**Only candidate rows get float64 scores.** A float32 test on each stored row's best
+query (``candidate_rows``) drops the rows that cannot reach ``min_score``, with a slack
+above its rounding error; the rows left are scored exactly as above, so the hits are
+the same bits as scoring every pair (``tests/events/test_scan_exact.py``). Measured by
+``python benchmarks/run.py events`` (docs/events.md "Cost").
 """
 
 from __future__ import annotations
