@@ -10,6 +10,7 @@ import pytest
 
 from feedmd.events.scan import (
     CHUNK_ROWS,
+    SINGLE_THREAD_PRODUCT,
     StoredBlock,
     _Products,
     blocks_of,
@@ -195,3 +196,13 @@ def test_candidate_rows_are_a_superset_of_the_rows_at_their_own_best_score() -> 
         assert set(np.flatnonzero(exact.max(axis=1) >= threshold)) <= set(
             candidate_rows(best, inverses, threshold).tolist()
         )
+
+
+@pytest.mark.parametrize("width", [1, 20, 50, 700])
+def test_each_product_stays_under_the_single_thread_size(width: int) -> None:
+    """OpenBLAS multiplies a product of at most SINGLE_THREAD_PRODUCT on one thread; the
+    scan's slices stay under it for any number of queries, and a chunk is whole slices."""
+    products = _Products(np.zeros((width, 384), dtype=np.float32))
+    assert products.rows * width * 384 <= SINGLE_THREAD_PRODUCT or products.rows == 1
+    assert products.chunk % products.rows == 0 and products.chunk <= max(CHUNK_ROWS, products.rows)
+    assert products.buffer.shape == (products.chunk, 384)
