@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_events_benchmark_small() -> None:
-    args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--json"]
+    args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--lookups", "3"]
+    args.append("--json")
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "run.py"), *args],
         capture_output=True,
@@ -23,3 +24,4 @@ def test_events_benchmark_small() -> None:
     assert figures["identical"] is True
     assert figures["stored"] == 3000 and figures["stored_mb"] == round(3000 * 388 / 1e6, 1)
     assert figures["encode_per_s"] > 0 and figures["lookup_ms"] >= 0
+    assert figures["store_read_ms"] > 0 and figures["store_lookup_ms"] > 0
