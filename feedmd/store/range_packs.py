@@ -78,8 +78,13 @@ def sealed(conn: Connection, kind: PackKind, scope: Scope) -> int | None:
 def span(conn: Connection, kind: PackKind, scope: Scope) -> tuple[int, int] | None:
     """The smallest and largest item id of the scope's base rows; None without any."""
     where, params = _where(kind, scope)
+    # Two subqueries, not MIN and MAX in one: SQLite answers a lone MIN or MAX from the
+    # index's end, but both together by reading the scope's whole range (0.13 s at 1M
+    # rows, 10 us as two; this runs several times a run).
     row = conn.execute(
-        f"SELECT MIN(item_id), MAX(item_id) FROM {kind.base} WHERE {where}", params
+        f"SELECT (SELECT MIN(item_id) FROM {kind.base} WHERE {where}),"
+        f" (SELECT MAX(item_id) FROM {kind.base} WHERE {where})",
+        (*params, *params),
     ).fetchone()
     return None if row[1] is None else (int(row[0]), int(row[1]))
 
