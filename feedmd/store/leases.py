@@ -21,7 +21,14 @@ from datetime import datetime, timedelta
 from feedmd.errors import RunLeaseHeld
 from feedmd.settings import Settings
 from feedmd.store.dialect import database_errors
-from feedmd.store.schema import Connected, Connection, connect, inserted_id, transaction
+from feedmd.store.schema import (
+    Connected,
+    Connection,
+    chunks,
+    connect,
+    inserted_id,
+    transaction,
+)
 from feedmd.timeutil import iso, parse_iso, utcnow
 
 HOST = socket.gethostname()
@@ -119,15 +126,7 @@ class Leases(Connected):
                 ],
             )
             abandoned = self._abandon_dead_runs(conn, run_id, clock)
-            recovered = tuple(
-                row[0]
-                for row in conn.execute(
-                    f"SELECT i.id FROM items i JOIN runs r ON r.id = i.run_id"
-                    f" WHERE r.status IN ('abandoned', 'failed') AND r.recovered_by IS NULL"
-                    f" AND i.decision = 'kept' AND i.org_id IN ({marks}) ORDER BY i.id",
-                    ids,
-                )
-            )
+            recovered = _unrecovered_items(conn, ids)
             recovered_runs = tuple(
                 row[0]
                 for row in conn.execute(
@@ -194,6 +193,31 @@ class Leases(Connected):
                     "UPDATE runs SET recovered_by = ? WHERE id = ? AND recovered_by IS NULL",
                     [(lease.run_id, dead) for dead in lease.recovered_runs],
                 )
+
+
+def _unrecovered_items(conn: Connection, org_ids: tuple[int, ...]) -> tuple[int, ...]:
+    """The kept items of these orgs stored by runs that failed or were abandoned and that
+    no run has recovered yet, in id order. The runs are found first and their items through
+    ``items_run``: joined the other way, SQLite read every kept item of the org (0.66 s a
+    run at 1M stored items, growing with the store's whole history)."""
+    runs = [
+        row[0]
+        for row in conn.execute(
+            "SELECT id FROM runs WHERE status IN ('abandoned', 'failed') AND recovered_by IS NULL"
+        )
+    ]
+    found: list[int] = []
+    orgs = ",".join("?" * len(org_ids))
+    for chunk in chunks(runs):
+        found += [
+            row[0]
+            for row in conn.execute(
+                f"SELECT id FROM items WHERE run_id IN ({','.join('?' * len(chunk))})"
+                f" AND decision = 'kept' AND org_id IN ({orgs})",
+                (*chunk, *org_ids),
+            )
+        ]
+    return tuple(sorted(found))
 
 
 @dataclass(frozen=True)
