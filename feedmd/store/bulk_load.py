@@ -17,7 +17,8 @@ benchmarks/README.md). So a bulk load:
   4.1M rows of a 100k-item window in 1.1 s, against 6.2 s to sort and insert them).
 
 Sorting a 1M-item window's 72M key rows on one core took ~4 minutes while the other core
-was idle (the whole seeding then took 16.0 minutes, over the 15 the window issue allows).
+was idle (the whole seeding then took 16.0 minutes, over the 15 the window issue allows);
+on both cores the finish took ~1.5 minutes (benchmarks/README.md "Seeding").
 
 The side files sit beside the store and are removed at ``finish``; a load that dies leaves
 them and a store that is not complete (the benchmark loads under a temporary name and
