@@ -102,13 +102,18 @@ def finish(conn: sqlite3.Connection, store: Path, indexes: list[str]) -> None:
     apart.start()
     try:
         conn.execute("BEGIN IMMEDIATE")
-        for table, order in STAGED.items():
-            if table != APART:
-                conn.execute(
-                    f"INSERT INTO {table} SELECT * FROM {STAGING}.staged_{table} ORDER BY {order}"
-                )
-        for sql in indexes:
-            conn.execute(sql)
+        try:
+            for table, order in STAGED.items():
+                if table != APART:
+                    conn.execute(
+                        f"INSERT INTO {table} SELECT * FROM {STAGING}.staged_{table}"
+                        f" ORDER BY {order}"
+                    )
+            for sql in indexes:
+                conn.execute(sql)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
         conn.execute("COMMIT")
     finally:
         apart.join()
