@@ -135,12 +135,9 @@ SIDE_CACHE_KIB = 2_097_152
 
 
 def attach(conn: sqlite3.Connection, path: Path, name: str) -> None:
-    """Attach a bulk load's side file as schema ``name``, with the bulk settings (no sync,
-    the rollback journal in memory: the file is thrown away if the load dies)."""
+    """Attach a bulk load's side file as schema ``name``, with the bulk settings."""
     conn.execute("ATTACH DATABASE ? AS " + name, (str(path),))
-    conn.execute(f"PRAGMA {name}.synchronous = OFF")
-    conn.execute(f"PRAGMA {name}.journal_mode = MEMORY")
-    conn.execute(f"PRAGMA {name}.cache_size = -{SIDE_CACHE_KIB}")
+    _side_settings(conn, name)
 
 
 def detach(conn: sqlite3.Connection, name: str) -> None:
@@ -151,10 +148,16 @@ def detach(conn: sqlite3.Connection, name: str) -> None:
 def scratch_connection(path: Path) -> sqlite3.Connection:
     """A new SQLite file for a bulk load's second process, with the bulk settings."""
     conn = sqlite3.connect(str(path), isolation_level=None)
-    conn.execute("PRAGMA synchronous = OFF")
-    conn.execute("PRAGMA journal_mode = MEMORY")
-    conn.execute(f"PRAGMA cache_size = -{SIDE_CACHE_KIB}")
+    _side_settings(conn, "main")
     return conn
+
+
+def _side_settings(conn: sqlite3.Connection, schema: str) -> None:
+    """A side file's settings: no sync, the rollback journal in memory (the file is thrown
+    away if the load dies), a large page cache."""
+    conn.execute(f"PRAGMA {schema}.synchronous = OFF")
+    conn.execute(f"PRAGMA {schema}.journal_mode = MEMORY")
+    conn.execute(f"PRAGMA {schema}.cache_size = -{SIDE_CACHE_KIB}")
 
 
 def open_database(database: str | Path, migrations: list[Migration] | None = None) -> Database:
