@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import random
 
 import pytest
 
@@ -153,3 +155,30 @@ def test_simhash_is_stable_and_64_bit_and_stores_signed() -> None:
     assert 0 <= value < 2**64
     assert to_unsigned64(to_signed64(value)) == value
     assert -(2**63) <= to_signed64(2**64 - 1) < 2**63
+
+
+def _charikar(tokens: tuple[str, ...]) -> int:
+    """The textbook simhash: +1 / -1 a bit per distinct token, bit set when positive."""
+    counts = [0] * 64
+    for token in set(tokens):
+        value = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "big")
+        for bit in range(64):
+            counts[bit] += 1 if value >> bit & 1 else -1
+    return sum(1 << bit for bit, count in enumerate(counts) if count > 0)
+
+
+def test_simhash_is_the_per_bit_majority_of_the_token_hashes() -> None:
+    rng = random.Random(3)
+    words = [f"w{number}" for number in range(400)] + ["ünïcode", "東京", "a"]
+    cases: list[tuple[str, ...]] = [(), ("one",), ("one", "one"), ("one", "two")]
+    cases += [tuple(rng.choices(words, k=rng.randint(1, 14))) for _ in range(300)]
+    for tokens in cases:
+        assert simhash(tokens) == _charikar(tokens), tokens
+    # one token: its own hash; two tokens: a bit is set only where both have it (a tie
+    # of one +1 and one -1 is not a majority)
+    first, second = (
+        int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+        for word in ("one", "two")
+    )
+    assert simhash(("one",)) == first
+    assert simhash(("one", "two")) == first & second
