@@ -1,16 +1,18 @@
 """run: whole ``feedmd run``s with 20 new entries against a store whose window holds N items.
 
-1. Seed (``window_seed``; once per N and seed, cached in ``benchmarks/.cache/``) N kept items
-   of one org and feed, published over the 47 hours before the run: headlines generated
-   with the token distribution of real titles (``stage1.HeadlineGenerator`` seeded per
-   chunk of 2,000, 20% light rewrites of the chunk's recent ones), bodies of 1.2-2.4 KB
-   prose drawn from the eval set's sentences, fingerprinted in worker processes by a fast
-   path equal to feedmd's ``scrape.fingerprint`` (TLSH, shingles; five items a chunk are
-   checked against it), rows and candidate keys written through ``Store.seed_items`` in
-   bulk-load mode. The seeded bodies keep their digest and shingles, not their text (the
-   window never reads it).
+1. Seed (``window_seed``; once per N, seed and generation, cached in
+   ``benchmarks/.cache/``) N kept items of one org and feed, published over the 47 hours
+   before the run: headlines generated with the token distribution of real titles
+   (``stage1.HeadlineGenerator`` seeded per chunk of 2,000, 20% light rewrites of the
+   chunk's recent ones), bodies of 0.8-1.6 KB prose drawn from the eval set's sentences,
+   fingerprinted in worker processes by a fast path equal to feedmd's
+   ``scrape.fingerprint`` (TLSH, shingles; five items a chunk are checked against it),
+   rows and candidate keys written through ``Store.seed_items`` in bulk-load mode. The
+   seeded bodies keep their digest and shingles, not their text (the window never reads
+   it).
 2. Serve, on a loopback fixture site, per run a feed of ``--new`` entries: light rewrites of
-   stored headlines, reprints of stored bodies, and fresh stories, each an article page.
+   stored headlines, reprints of stored bodies, and fresh stories of 1.2-2.4 KB, each an
+   article page.
 3. Time ``--runs`` real runs (``pipeline.run``: fetch, stage 1, scrape, stage 2, events,
    store; delivery off), each in a fresh process on a working copy of the seeded store
    whose items have their stored event vectors (``window_seed.with_event_vectors``: the
