@@ -48,7 +48,7 @@ ORG = FEED = "bench"
 HOST = "news.bench.example"
 SPAN_HOURS = 47.0
 # Stored bodies: 0.8-1.6 KB of prose (log-uniform), ~130-270 words: valid TLSH digests
-# (a digest needs 400 characters of prose) and ~130-270 shingles each, ~27 sampled keys.
+# (a digest needs 400 characters of prose) and ~130-270 shingles each, ~29 sampled keys.
 # A run reads of a stored body only its digest, its sampled keys and, for a candidate,
 # its shingles, so their size hardly changes what a run costs (benchmarks/README.md
 # "Seeding": the 1M run figures on both sizes side by side), while hashing the shingles
