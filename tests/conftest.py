@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
 import textwrap
 from collections.abc import Iterator, Sequence
@@ -15,9 +16,10 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import pytest
-from pg_server import PostgresServer, PostgresUnavailable
+from pg_server import ENV, Cluster, PostgresServer, PostgresUnavailable
 
 from feedmd.config import Config, FeedConfig, OutputConfig
+from feedmd.demo import run_demo
 from feedmd.fixture_server import FixtureServer
 from feedmd.settings import Settings
 from feedmd.store import Store, open_store
@@ -221,6 +223,33 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+_CLUSTER = pytest.StashKey[Cluster]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, one throwaway PostgreSQL cluster serves every worker: the
+    controller starts it before the workers exist and names it to them in
+    FEEDMD_TEST_POSTGRES, which they inherit (each worker still makes its own template
+    databases there). A named server is used as it is."""
+    controller = getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput")
+    if not controller or os.environ.get(ENV, "").strip():
+        return
+    try:
+        cluster = Cluster()
+    except PostgresUnavailable:
+        return  # each worker then tries its own, and a PostgreSQL test fails saying why
+    config.stash[_CLUSTER] = cluster
+    os.environ[ENV] = cluster.admin_url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the cluster that ``pytest_configure`` started."""
+    cluster = config.stash.get(_CLUSTER, None)
+    if cluster is not None:
+        os.environ.pop(ENV, None)
+        cluster.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """The tests' PostgreSQL server ($FEEDMD_TEST_POSTGRES, else a throwaway cluster)."""
@@ -274,6 +303,72 @@ def store(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> Itera
         opened = open_store(url)
         yield opened
         opened.close()
+
+
+class DemoStores:
+    """The demo's store (two runs of the fixture news day, ``feedmd demo``), built once a
+    session for each events setting and handed out as private copies: a build costs ~5 s
+    and a dozen test modules read it."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._built: dict[bool, Path] = {}
+
+    def copy(self, events: bool = True) -> Path:
+        """A new private copy of the demo store (``events=False``: built with events off,
+        one output entry per kept item)."""
+        if events not in self._built:
+            out = self._factory.mktemp("demo-events" if events else "demo-no-events")
+            overrides = None if events else {"events": False}
+            self._built[events] = Path(run_demo(out, overrides, echo=lambda _: None).database)
+        target = self._factory.mktemp("demo-copy") / "feedmd.db"
+        with sqlite3.connect(self._built[events]) as src, sqlite3.connect(target) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        return target
+
+
+@pytest.fixture(scope="session")
+def demo_stores(tmp_path_factory: pytest.TempPathFactory) -> DemoStores:
+    """Private copies of the demo's store, built once a session (``DemoStores``)."""
+    return DemoStores(tmp_path_factory)
+
+
+# Debian's Chromium (or FEEDMD_TEST_CHROMIUM), driven by Playwright (Playwright's own browser
+# download cannot run on these machines). As root in a container: no sandbox; no GPU; and
+# nothing that phones home (this machine's closed network refuses those connections, and
+# they slow the start).
+CHROMIUM = Path(os.environ.get("FEEDMD_TEST_CHROMIUM") or "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A headless Chromium for one test; without Debian's Chromium the test fails saying
+    how to install it (scripts/test does).
+
+    Per test, not per session: Playwright's sync API keeps an event loop running in the
+    thread while it is open, and every later ``asyncio.run`` of the session then fails
+    (tried: 65 failures). A launch costs about a second."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"needs Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
 
 
 def make_config(

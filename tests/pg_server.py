@@ -43,68 +43,79 @@ def _bin_dir() -> Path:
     raise PostgresUnavailable(f"no initdb found; {INSTALL_HINT}")
 
 
+def _as_postgres(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a server command, as the postgres user when this process is root."""
+    if os.geteuid() == 0:  # the server refuses to run as root
+        command = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(map(_quote, args))]
+    else:
+        command = args
+    # from /: the postgres user may not enter the test's working folder
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-class PostgresServer:
-    """A running server, the admin URL of its ``postgres`` database, and fresh databases."""
+class Cluster:
+    """A throwaway PostgreSQL cluster in a temporary folder, run as the ``postgres`` user
+    when this process is root (the server refuses to run as root); ``stop`` removes it."""
 
     def __init__(self) -> None:
+        bin_dir = _bin_dir()
         # under /tmp, not pytest's 0700 folder: the server runs as the postgres user
         self._folder = Path(tempfile.mkdtemp(prefix="feedmd-pg-"))
-        self._data: Path | None = None
+        if os.geteuid() == 0:
+            shutil.chown(self._folder, "postgres")
+        self._data = self._folder / "data"
+        self._pg_ctl = bin_dir / "pg_ctl"
+        done = _as_postgres(
+            [str(bin_dir / "initdb"), "-D", str(self._data), "-A", "trust", "-U", "postgres"]
+        )
+        if done.returncode:
+            self._remove()
+            raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()}; {INSTALL_HINT}")
+        port = _free_port()
+        # fsync off: a throwaway test cluster, lost on a crash by design
+        options = f"-p {port} -k {self._folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        log = self._folder / "server.log"
+        done = _as_postgres(
+            [str(self._pg_ctl), "-D", str(self._data), "-o", options, "-l", str(log), "-w", "start"]
+        )
+        if done.returncode:
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            self._remove()
+            raise PostgresUnavailable(f"pg_ctl start failed: {done.stderr.strip()}\n{tail}")
+        self.admin_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    def stop(self) -> None:
+        """Stop the server and remove its folder."""
+        _as_postgres([str(self._pg_ctl), "-D", str(self._data), "-m", "fast", "stop"])
+        self._remove()
+
+    def _remove(self) -> None:
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class PostgresServer:
+    """A running server, the admin URL of its ``postgres`` database, and fresh databases.
+
+    The server is the one named by ``FEEDMD_TEST_POSTGRES`` (set by hand, or by the
+    pytest-xdist controller for all its workers, ``conftest.py``), else a ``Cluster`` of
+    this process's own."""
+
+    def __init__(self) -> None:
         self._counter = itertools.count(1)
         self._copies: dict[str, str] = {}  # SQLite store -> the database holding its copy
         # per process: parallel sessions (xdist workers) on one named server do not collide
         self._empty = f"feedmd_tpl_{os.getpid()}_empty"
         self._migrated = f"feedmd_tpl_{os.getpid()}_migrated"
         named = os.environ.get(ENV, "").strip()
-        self.admin_url = named or self._start()
+        self._cluster = None if named else Cluster()
+        self.admin_url = named or self._cluster.admin_url  # type: ignore[union-attr]
         self._prepare_templates()
-
-    def _as_postgres(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        if os.geteuid() == 0:  # the server refuses to run as root
-            command = ["su", "postgres", "-s", "/bin/sh", "-c", " ".join(map(_quote, args))]
-        else:
-            command = args
-        # from /: the postgres user may not enter the test's working folder
-        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
-
-    def _start(self) -> str:
-        bin_dir = _bin_dir()
-        self._folder.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            shutil.chown(self._folder, "postgres")
-        self._data = self._folder / "data"
-        done = self._as_postgres(
-            [str(bin_dir / "initdb"), "-D", str(self._data), "-A", "trust", "-U", "postgres"]
-        )
-        if done.returncode:
-            raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()}; {INSTALL_HINT}")
-        port = _free_port()
-        # fsync off: a throwaway test cluster, lost on a crash by design
-        options = f"-p {port} -k {self._folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        done = self._as_postgres(
-            [
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(self._data),
-                "-o",
-                options,
-                "-l",
-                str(self._folder / "server.log"),
-                "-w",
-                "start",
-            ]
-        )
-        if done.returncode:
-            log = (self._folder / "server.log").read_text(errors="replace")[-2000:]
-            raise PostgresUnavailable(f"pg_ctl start failed: {done.stderr.strip()}\n{log}")
-        self._pg_ctl = bin_dir / "pg_ctl"
-        return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
     def _admin(self) -> psycopg.Connection:
         return psycopg.connect(self.admin_url, autocommit=True)
@@ -155,14 +166,13 @@ class PostgresServer:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def stop(self) -> None:
-        """Stop the cluster this object started (a named server is left running, less the
-        templates made here)."""
-        if self._data is None:
-            for name in (self._empty, self._migrated):
-                self.drop(self.url(name))
-        else:
-            self._as_postgres([str(self._pg_ctl), "-D", str(self._data), "-m", "fast", "stop"])
-        shutil.rmtree(self._folder, ignore_errors=True)
+        """Stop the cluster this object started; on a named server, drop the databases this
+        process made there (its templates and its copies of SQLite stores)."""
+        if self._cluster is not None:
+            self._cluster.stop()
+            return
+        for name in (self._empty, self._migrated, *self._copies.values()):
+            self.drop(self.url(name))
 
 
 def _quote(arg: str) -> str:

@@ -11,21 +11,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import DemoStores
 from test_exports import export, query
 from test_review import copy_db, item_id
 
 from feedmd import overrides
-from feedmd.demo import run_demo
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_db(demo_stores: DemoStores) -> Path:
     # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
     # has the one-entry-per-event exports)
-    demo = tmp_path_factory.mktemp("demo")
-    return run_demo(demo, {"events": False}, echo=lambda _: None).database
+    return demo_stores.copy(events=False)
 
 
 @pytest.fixture

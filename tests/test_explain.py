@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import DemoStores
 
 from feedmd.cli import main
-from feedmd.demo import run_demo
 
 REPRINT_URL = "http://www.circuitdesk.example/news/decart-amazon-report"
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    out = tmp_path_factory.mktemp("explain")
-    yield run_demo(out, echo=lambda _: None).database
+def demo_db(demo_stores: DemoStores) -> Path:
+    return demo_stores.copy()
 
 
 def explain(db: Path, *args: str) -> object:

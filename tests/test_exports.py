@@ -16,12 +16,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FeedItemSpec, Site, article_html, at, copy_of, make_config, rss, story
+from conftest import (
+    DemoStores,
+    FeedItemSpec,
+    Site,
+    article_html,
+    at,
+    copy_of,
+    make_config,
+    rss,
+    story,
+)
 from test_review import copy_db, item_id
 
 from feedmd import overrides
 from feedmd.cli import main
-from feedmd.demo import run_demo
 from feedmd.exports import cursor
 from feedmd.exports.text import detect_language, estimate_tokens
 from feedmd.pipeline import run
@@ -33,11 +42,10 @@ pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_db(demo_stores: DemoStores) -> Path:
     # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
     # has the one-entry-per-event exports)
-    demo = tmp_path_factory.mktemp("demo")
-    return run_demo(demo, {"events": False}, echo=lambda _: None).database
+    return demo_stores.copy(events=False)
 
 
 @pytest.fixture

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import copy_of
+from conftest import DemoStores, copy_of
 from test_exports import export
 from test_review import item_id
 from test_serve import serving
 
 from feedmd import overrides
-from feedmd.demo import run_demo
 from feedmd.server import create_app
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
@@ -25,11 +24,10 @@ pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_db(demo_stores: DemoStores) -> Path:
     # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
     # has the one-entry-per-event exports)
-    demo = tmp_path_factory.mktemp("demo")
-    return run_demo(demo, {"events": False}, echo=lambda _: None).database
+    return demo_stores.copy(events=False)
 
 
 @pytest.fixture

@@ -4,21 +4,19 @@ same settings reproduce the stored decisions, and two replays agree."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import DemoStores
 
 from feedmd.cli import main
-from feedmd.demo import run_demo
 from feedmd.replay import recorded_settings, replay
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    out = tmp_path_factory.mktemp("replay")
-    yield run_demo(out, echo=lambda _: None).database
+def demo_db(demo_stores: DemoStores) -> Path:
+    return demo_stores.copy()
 
 
 def test_the_recorded_settings_reproduce_every_stored_decision(demo_db: Path) -> None:
@@ -78,12 +76,12 @@ def _items(db: Path) -> int:
         conn.close()
 
 
-def test_a_reviewers_override_stands_in_a_replay(tmp_path: Path) -> None:
+def test_a_reviewers_override_stands_in_a_replay(demo_stores: DemoStores) -> None:
     from feedmd.overrides import restore
     from feedmd.store import connect_store
     from feedmd.timeutil import utcnow
 
-    db_path = run_demo(tmp_path / "demo", echo=lambda _: None).database
+    db_path = demo_stores.copy()
     db = connect_store(db_path)
     try:
         (item_id,) = db._conn.execute(

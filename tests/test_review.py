@@ -17,11 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import copy_of
+from conftest import DemoStores, copy_of
 from test_serve import serving
 
 from feedmd import overrides
-from feedmd.demo import run_demo
 from feedmd.review import chart, passages, queries
 from feedmd.server import create_app
 from feedmd.store import open_store
@@ -32,10 +31,9 @@ pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's database (two runs of the fixture day), built once for the module."""
-    out = tmp_path_factory.mktemp("demo")
-    return run_demo(out, echo=lambda _: None).database
+def demo_db(demo_stores: DemoStores) -> Path:
+    """The demo's database (two runs of the fixture day), one copy for the module."""
+    return demo_stores.copy()
 
 
 def copy_db(source: Path, target: Path) -> Path:

@@ -9,7 +9,7 @@ docs/review.png, the README's picture.
 
 Playwright's own browser download cannot run here, so the test drives the system Chromium
 (``executable_path``); without it the test fails saying how to install it
-(.ci/run installs it; the playwright package comes with the test extra).
+(scripts/test installs it; the playwright package comes with the test extra).
 """
 
 from __future__ import annotations
@@ -20,39 +20,14 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-from conftest import REPO
-from playwright.sync_api import Page, sync_playwright
+from conftest import REPO, DemoStores
+from playwright.sync_api import Browser, Page
 from test_review import item_id
 from test_serve import serving
 
-from feedmd.demo import run_demo
 from feedmd.server import create_app
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
-
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-@pytest.fixture(autouse=True)
-def chromium() -> Path:
-    """Debian's Chromium; absent, the test fails saying how to install it (.ci/run does)."""
-    if not CHROMIUM.exists():
-        pytest.fail("needs Debian's Chromium at /usr/bin/chromium: apt-get install -y chromium")
-    return CHROMIUM
-
-
-# As root in a container: no sandbox; no GPU; and nothing that phones home (this machine's
-# closed network refuses those connections, and they slow the start).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def unlabelled_controls(page: Page) -> int:
@@ -66,8 +41,10 @@ def unlabelled_controls(page: Page) -> int:
     )
 
 
-def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
-    database = run_demo(tmp_path / "demo", echo=lambda _: None).database
+def test_not_a_duplicate_in_a_real_browser(
+    tmp_path: Path, browser: Browser, demo_stores: DemoStores
+) -> None:
+    database = demo_stores.copy()
     copy = item_id(database, "KXLT 7 News", "Pope Leo will have surgery")
     db = open_store(database)
     token = db.create_token("newsroom", "reviewer", utcnow())
@@ -77,13 +54,11 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
     canonical_id = item_id(database, "Continental Press", "Amazon in talks to acquire")
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with serving(create_app(database)) as http, sync_playwright() as driver:
+    with serving(create_app(database)) as http:
         base = str(http.base_url).rstrip("/")
-        browser = driver.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page = context.new_page()
 
             # the runs page: counts, timings and the chart; the skip link comes first
             page.goto(f"{base}/review")
@@ -147,7 +122,7 @@ def test_not_a_duplicate_in_a_real_browser(tmp_path: Path) -> None:
             assert copy in ids
             page.screenshot(path=shots / "feed.png")
         finally:
-            browser.close()
+            context.close()
 
     for name in ("runs", "run", "run-after", "reprint", "item", "feed"):
         assert (shots / f"{name}.png").stat().st_size > 1000

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import DemoStores
 from pg_server import PostgresServer
 
 from feedmd.cli import main
-from feedmd.demo import run_demo
 from feedmd.errors import StoreError
 from feedmd.replay import replay
 from feedmd.store import connect_store, open_store
@@ -21,12 +21,12 @@ from feedmd.store.schema import table_order
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_db(demo_stores: DemoStores) -> Path:
     """The demo's store (two runs of the fixture news day), with a reviewer's override."""
     from feedmd.overrides import restore
     from feedmd.timeutil import utcnow
 
-    database = run_demo(tmp_path_factory.mktemp("copy"), echo=lambda _: None).database
+    database = demo_stores.copy()
     store = connect_store(database)
     try:
         (item_id,) = store._conn.execute(
