@@ -10,11 +10,12 @@ import tracemalloc
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss
+from loopback import QuietServer
 
 from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.models import FeedSpec
@@ -63,7 +64,7 @@ class _Served:
                 except (BrokenPipeError, ConnectionResetError):
                     return
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 

@@ -8,12 +8,13 @@ import dataclasses
 import re
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, at, make_config, rss
+from loopback import QuietServer
 
 from feedmd.cli import main
 from feedmd.errors import AddressRefused, FetchError
@@ -109,7 +110,7 @@ class _Server:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
