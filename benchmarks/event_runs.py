@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import window, window_seed
-from feedmd.config import Config, FeedConfig, OutputConfig
 from feedmd.settings import Settings
+from feedmd.settings.config import Config, FeedConfig, OutputConfig
 from feedmd.store import open_store
 
 
@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def child_run(db: Path, root: Path, run: int, events: bool) -> dict[str, Any]:
     """One real run in this fresh process: its time, steps, event counts and peak RSS."""
-    from feedmd.fixture_server import FixtureServer
     from feedmd.pipeline import run as pipeline_run
+    from feedmd.tools.fixture_server import FixtureServer
 
     server = FixtureServer(root).start()
     try:

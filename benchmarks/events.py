@@ -6,8 +6,8 @@
    per item): real-like unit vectors, seeded, with one planted near-copy of each query so a
    lookup has something to find.
 3. Time one run's lookup: ``--queries`` new vectors (20 by default, a typical run) against
-   every stored vector in one blocked pass (feedmd/events/scan.py), first in memory cut as
-   packs are (``lookup_ms``: the arithmetic), then through a real SQLite store holding
+   every stored vector in one blocked pass (feedmd/fingerprints/vector_scan.py), first in
+   memory cut as packs are (``lookup_ms``: the arithmetic), then through a real SQLite store holding
    them in ``item_events`` and its packs (``store_lookup_ms``: read and arithmetic; then
    ``store_read_ms``: the same window only read, no arithmetic), and check both against an
    exact float32 scan of the same decoded vectors.
@@ -33,8 +33,8 @@ import numpy as np
 from benchmarks import event_runs
 from feedmd.events.encoder import MODEL_NAME as MODEL
 from feedmd.events.encoder import E5Encoder
-from feedmd.events.scan import blocks_of, scan_blocks
-from feedmd.events.vectors import as_stored, normalise, stack_stored, to_stored
+from feedmd.fingerprints.vector_scan import blocks_of, scan_blocks
+from feedmd.fingerprints.vectors import as_stored, normalise, stack_stored, to_stored
 from feedmd.store import open_store
 from feedmd.store.event_packs import PACK_ITEMS as PACK_ROWS
 from feedmd.timeutil import iso

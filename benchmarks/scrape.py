@@ -2,7 +2,7 @@
 
 1. Serve the fixture news day's article pages (12 publishers) from the fixture server with
    ``--latency`` seconds added to every answer (50 ms by default: a far publisher).
-2. Run ``scrape.scrape`` (real httpx, trafilatura, prose, TLSH) over the same pages twice
+2. Run ``pipeline.scrape_pages`` (real httpx, trafilatura, prose, TLSH) over the same pages twice
    per round: once with ``fetch_concurrency`` 1 (sequential), once with the defaults
    (8 in flight, 2 per host). Fresh store state each time: nothing is reused.
 3. Report pages/s for both, their ratio (medians over ``--rounds``), and peak memory.
@@ -20,11 +20,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from feedmd.fixture_server import FixtureServer
 from feedmd.models import Entry
+from feedmd.pipeline import scrape_pages
 from feedmd.settings import Settings
-from feedmd.stages import scrape
 from feedmd.stages.stage1 import prepare
+from feedmd.tools.fixture_server import FixtureServer
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -69,7 +69,7 @@ def _survivors(urls: list[str]) -> list:
 
 def _timed(survivors: list, settings: Settings) -> float:
     started = time.perf_counter()
-    pages = scrape.scrape(survivors, {}, settings)
+    pages = scrape_pages(survivors, {}, settings)
     elapsed = time.perf_counter() - started
     failed = [p for p in pages.values() if p.status == "failed"]
     if failed:

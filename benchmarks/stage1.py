@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from itertools import accumulate
 from pathlib import Path
 
+from feedmd.fingerprints.headlines import Headline, match_headlines, normalize_headline, simhash
+from feedmd.fingerprints.title_index import TitleIndex
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline, match_headlines, normalize_headline, simhash
-from feedmd.stages.title_index import TitleIndex
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO / "eval" / "headlines" / "uci-dev.jsonl"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import tlsh
 
-from feedmd.stages.tlsh_index import TlshIndex
+from feedmd.fingerprints.tlsh_index import TlshIndex
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO / "eval" / "pages" / "truth.jsonl"

@@ -60,9 +60,9 @@ from benchmarks.window_seed import (
     reprint,
     stored_text,
 )
-from feedmd.config import Config, FeedConfig, OutputConfig
 from feedmd.models import Entry
 from feedmd.settings import Settings
+from feedmd.settings.config import Config, FeedConfig, OutputConfig
 from feedmd.store import open_store
 
 __all__ = ["FEED", "HOST", "NOW", "ORG", "clean_sentences", "new_entries", "seeded_store"]
@@ -178,8 +178,8 @@ def _site(root: Path, runs: dict[int, list[tuple[Entry, str]]]) -> None:
 
 def _child_run(db: Path, root: Path, run: int) -> dict[str, Any]:
     """One real run in this (fresh) process: its time, steps and peak RSS."""
-    from feedmd.fixture_server import FixtureServer
     from feedmd.pipeline import run as pipeline_run
+    from feedmd.tools.fixture_server import FixtureServer
 
     server = FixtureServer(root).start()
     try:

@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 import tlsh
 
+from feedmd.fingerprints.headlines import Headline, match_headlines
+from feedmd.fingerprints.subject_gate import casing_counts
+from feedmd.fingerprints.urls import publisher_host
 from feedmd.models import Entry, Page, StoredBody, StoredHeadline, WindowAggregates, WindowSnapshot
 from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
-from feedmd.stages.headlines import Headline, match_headlines
 from feedmd.stages.scrape import fingerprint
-from feedmd.stages.subject_gate import casing_counts
-from feedmd.stages.urls import publisher_host
 from feedmd.store import Store, open_store
 from feedmd.timeutil import iso, parse_iso
 

@@ -34,11 +34,11 @@ from benchmarks.stage1 import HeadlineGenerator, load_titles
 from benchmarks.stage2 import DEFAULT_DATA as BODIES_DATA
 from benchmarks.stage2 import load_sentences
 from feedmd.events.encoder import MODEL_NAME
-from feedmd.events.vectors import normalise, to_stored
+from feedmd.fingerprints.shingles import _WORD, SHINGLE_WORDS
+from feedmd.fingerprints.vectors import normalise, to_stored
 from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1
-from feedmd.stages.bodies import _WORD, SHINGLE_WORDS
 from feedmd.stages.scrape import fingerprint
 from feedmd.store import SeedItem, Store, open_store
 

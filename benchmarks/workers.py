@@ -63,8 +63,8 @@ def main(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(TESTS))
     from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
-    from feedmd import webhooks
-    from feedmd.fixture_server import FixtureServer
+    from feedmd.delivery import webhooks
+    from feedmd.tools.fixture_server import FixtureServer
 
     counts = [int(n) for n in args.workers.split(",")]
     backends = [name.strip() for name in args.database.split(",")]

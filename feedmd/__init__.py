@@ -3,13 +3,13 @@
 The public API is small on purpose; everything else may change between versions.
 """
 
-from feedmd.config import Config, load_config
 from feedmd.errors import ConfigError, FeedmdError, FetchError, MigrationError, StoreError
+from feedmd.fingerprints.headlines import normalize_headline
+from feedmd.fingerprints.urls import normalize_url, url_hash
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.settings import Settings
-from feedmd.stages.headlines import normalize_headline
-from feedmd.stages.urls import normalize_url, url_hash
+from feedmd.settings.config import Config, load_config
 from feedmd.store import Store, open_store
 
 __version__ = "0.1.0"

@@ -1,5 +1,5 @@
 """``python -m feedmd``: the same as the ``feedmd`` command."""
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
 main()

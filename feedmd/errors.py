@@ -1,7 +1,7 @@
 """The feedmd error tree: every exception feedmd raises on purpose, in one place.
 
 Every error feedmd raises on purpose derives from ``FeedmdError``; the CLI maps it to a
-clean message and exit code at one place (``cli.py``), so bad input never shows a
+clean message and exit code at one place (``cli/main.py``), so bad input never shows a
 traceback::
 
     FeedmdError
@@ -11,9 +11,9 @@ traceback::
     │   └── RunLeaseHeld     another run holds the orgs (store/leases.py; exit code 4)
     ├── FetchError           a feed or page could not be fetched or parsed
     │   ├── ResponseTooLarge the body passed the size limit
-    │   └── AddressRefused   an address feedmd does not connect to (security.py)
-    ├── OverrideError        a reviewer's override cannot apply (overrides.py)
-    ├── EvalDataError        a labelled evaluation file is missing or bad (evaluation/)
+    │   └── AddressRefused   an address feedmd does not connect to (sources/security.py)
+    ├── OverrideError        a reviewer's override cannot apply (delivery/overrides.py)
+    ├── EvalDataError        a labelled evaluation file is missing or bad (tools/evaluation/)
     └── EventModelMissing    the event model's package or weights are not installed
                              (events/encoder.py; says how to install it or turn events off)
 

@@ -15,9 +15,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # a field type only: models stays free of stage code at run time
-    from feedmd.stages.headlines import Headline
+    from feedmd.fingerprints.headlines import Headline
 
 DecisionKind = Literal["kept", "duplicate", "failed"]
+# how a failed fetch is retried (``feedmd.stages.retry``)
+Kind = Literal["transient", "gone", "permanent"]
 StageName = Literal["stage1", "scrape", "stage2"]
 
 
@@ -159,6 +161,11 @@ class WindowSnapshot:
         return self.aggregates or WindowAggregates()
 
 
+# The content types a page is parsed as (empty: the server did not say); others are recorded
+# as "not-html" and get no digest.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
+
+
 @dataclass(frozen=True)
 class Page:
     """A scraped (or reused) page reduced to Markdown, prose and a digest."""
@@ -238,3 +245,117 @@ class LinkResolution:
     # "google-news-redirect", "google-news-batchexecute", "google-news-offline" or "unresolved"
     method: str
     error: str | None = None
+
+
+# --- retries: what the retry policy (``feedmd.stages.retry``) and the store exchange ---
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do after one failed attempt: ``retry_at`` a time, or ``gave_up`` a reason."""
+
+    kind: Kind
+    retry_at: datetime | None = None
+    gave_up: str | None = None
+
+
+@dataclass(frozen=True)
+class DueRetry:
+    """A stored failed item whose page a run fetches again, with its retry record."""
+
+    item_id: int
+    entry: Entry
+    attempts: int
+    first_failed_at: datetime
+
+    @property
+    def key(self) -> str:
+        """The entry's key in the run (its feed and entry id)."""
+        return self.entry.key
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One fetch of a page that failed now or had failed before: what the store records.
+    ``item_id`` is None for an item of this run (its id is given when it is stored)."""
+
+    key: str
+    outcome: Literal["failed", "recovered"]
+    attempts: int
+    first_seen: datetime
+    item_id: int | None = None
+    http_status: int | None = None
+    error: str | None = None
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class RetryBatch:
+    """A run's retry writes: the items it fetched again, every attempt (new failures
+    included), and the feeds and time before which waiting retries are given up (their
+    items have left the dedup window)."""
+
+    due: tuple[DueRetry, ...] = ()
+    # the due items as stage-1 candidates (``stages.retry.candidates``), in ``due``'s order
+    candidates: tuple[Candidate, ...] = ()
+    attempts: tuple[Attempt, ...] = ()
+    feeds: tuple[str, ...] = ()
+    window_starts: datetime | None = None
+
+    @property
+    def given_up(self) -> int:
+        """Attempts after which the retries stopped."""
+        return sum(1 for a in self.attempts if a.verdict is not None and a.verdict.gave_up)
+
+
+# --- delivery: what step 6 did (``feedmd.delivery.deliver``), for the run report ---
+
+
+@dataclass(frozen=True)
+class WebhookCounts:
+    """The webhook side of one step 6: messages newly queued (per-item and batch), and of
+    the delivery pass that followed (which also sends earlier runs' due retries), the
+    messages delivered and the attempts that failed."""
+
+    queued: int = 0
+    delivered: int = 0
+    failed_attempts: int = 0
+
+
+class Delivered(int):
+    """What step 6 did. The int value is the items newly written to files, which is what
+    ``RunReport.delivered`` has always counted, so the conductor and the report keep
+    working unchanged; ``webhooks`` carries the webhook counts for the report to show.
+
+    An int subclass, not a plain dataclass, so the report can start showing the webhook
+    counts in a change of its own: until then ``dataclasses.asdict``, ``json.dumps`` and
+    f-strings see the plain number.
+    """
+
+    webhooks: WebhookCounts
+
+    def __new__(cls, files: int = 0, webhooks: WebhookCounts | None = None) -> Delivered:
+        value = super().__new__(cls, files)
+        value.webhooks = webhooks or WebhookCounts()
+        return value
+
+    @property
+    def files(self) -> int:
+        """Items newly written to the output files (0 without an output folder)."""
+        return int(self)
+
+    def __repr__(self) -> str:
+        return f"Delivered(files={int(self)}, webhooks={self.webhooks!r})"
+
+
+# --- events: what the store's event window answers (``feedmd.events.grouper``) ---
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A stored item near a query vector: its id, its event's id, its title and the cosine."""
+
+    item_id: str
+    event_id: str
+    title: str
+    score: float

@@ -30,26 +30,31 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from feedmd.config import Config
+from feedmd.delivery import deliver
 from feedmd.events.step import group_events
 from feedmd.models import (
     Candidate,
     Decision,
+    Delivered,
+    DueRetry,
     Entry,
     FeedResult,
     Page,
+    RetryBatch,
     Stage1Result,
     WindowSnapshot,
 )
 from feedmd.report import RunReport, build_report, with_event_counts, with_retry_counts
 from feedmd.settings import Settings
-from feedmd.stages import deliver, fetch, retry, scrape, stage1, stage2
-from feedmd.stages.retry import DueRetry, RetryBatch
+from feedmd.settings.config import Config
+from feedmd.sources import fetch
+from feedmd.sources import pages as article_pages
+from feedmd.stages import retry, scrape, stage1, stage2
 from feedmd.store import Store
 from feedmd.timeutil import iso, utcnow
 
@@ -126,6 +131,7 @@ def run(
                     final,
                     settings,
                     now,
+                    retry.feed_retry_after(settings),
                     retries=retries,
                     events=events.rows,
                     event_pending=events.pending,
@@ -136,7 +142,7 @@ def run(
                 delivered = (
                     deliver.deliver(store, config, run_id, items, now, output_dir=output_dir)
                     if deliver_outputs
-                    else deliver.Delivered(0)
+                    else Delivered(0)
                 )
                 if deliver_outputs:  # files whose items' events changed (caught up)
                     deliver.refresh_files(store, config, events.caught_up_ids, output_dir)
@@ -273,9 +279,29 @@ def web_pages(
     def source(survivors: list[Candidate], known: dict[PageKey, Page]) -> dict[PageKey, Page]:
         keys = scrape.page_keys(survivors)
         elsewhere = store.pages_elsewhere(k for k in keys if k not in known)
-        return scrape.scrape(survivors, known, settings, on_page, elsewhere, deadline)
+        return scrape_pages(survivors, known, settings, on_page, elsewhere, deadline)
 
     return source
+
+
+def scrape_pages(
+    survivors: Sequence[Candidate],
+    known: Mapping[PageKey, Page],
+    settings: Settings,
+    on_page: Callable[[int, int], None] | None = None,
+    elsewhere: Mapping[str, Page] | None = None,
+    deadline: float | None = None,
+) -> dict[PageKey, Page]:
+    """A Page for every survivor's (org, page key): the ones ``scrape.plan_pages`` settles
+    without a request, then the others fetched (``sources.pages``; conditionally with a
+    copy from ``elsewhere``) and reduced (``scrape.PageReduction``); fetches not done by
+    ``deadline`` are left out."""
+    pages, targets = scrape.plan_pages(survivors, known, settings)
+    reduction = scrape.PageReduction(settings)
+    pages.update(
+        article_pages.fetch_pages(targets, settings, reduction, on_page, elsewhere, deadline)
+    )
+    return pages
 
 
 def scrape_step(
@@ -355,6 +381,7 @@ def _retry_batch(
     settings = config.settings
     return RetryBatch(
         due=tuple(due),
+        candidates=tuple(retry.candidates(due)),
         attempts=tuple(retry.attempts_of(first, due, final, settings, now)),
         feeds=tuple(f.name for f in config.feeds),
         window_starts=now - timedelta(hours=settings.dedup_window_hours),

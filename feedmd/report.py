@@ -6,13 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from feedmd.models import Decision, FeedResult, Page, Stage1Result
-
-if TYPE_CHECKING:
-    from feedmd.stages.deliver import Delivered
-    from feedmd.stages.retry import RetryBatch
+from feedmd.models import Decision, Delivered, FeedResult, Page, RetryBatch, Stage1Result
 
 EXIT_OK = 0
 EXIT_PARTIAL = 3

@@ -18,11 +18,11 @@ from xml.sax.saxutils import escape
 import pytest
 from pg_server import ENV, Cluster, PostgresServer, PostgresUnavailable
 
-from feedmd.config import Config, FeedConfig, OutputConfig
-from feedmd.demo import run_demo
-from feedmd.fixture_server import FixtureServer
 from feedmd.settings import Settings
+from feedmd.settings.config import Config, FeedConfig, OutputConfig
 from feedmd.store import Store, open_store
+from feedmd.tools.demo import run_demo
+from feedmd.tools.fixture_server import FixtureServer
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from loopback import QuietServer
 
-from feedmd.stages.links import encode_google_news_id
+from feedmd.sources.links import encode_google_news_id
 
 TIMESTAMP = 1730000000
 BATCHEXECUTE_PATH = "/_/DotsSplashUi/data/batchexecute"

@@ -1,16 +1,25 @@
-"""What the tests' webhook receivers share: a loopback HTTP server (a free port of
+"""What the tests' loopback servers share: a loopback HTTP server (a free port of
 127.0.0.1, a daemon thread, quiet about clients that drop their connection), a quiet
-request handler that reads a POST, and Standard Webhooks verification."""
+request handler that reads a POST, Standard Webhooks verification, a webhook
+``Receiver`` that fails on plan, and ``serving``, an ASGI app on uvicorn."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
+import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import httpx
+import uvicorn
+
+from feedmd.delivery import webhooks
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -70,3 +79,85 @@ def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
         for sig in headers["webhook-signature"].split()
         if sig.startswith("v1,")
     )
+
+
+SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
+FAST = webhooks.WebhookPolicy(timeout_seconds=0.5)
+
+
+class Receiver:
+    """A webhook receiver answering from a plan (an int status, 'hang', 'close',
+    'redirect'), then ``default``; it records every request and whether it verified."""
+
+    def __init__(self, secret: str, plan: list[Any] | None = None, default: Any = 200) -> None:
+        self.secret = secret
+        self.plan = list(plan or [])
+        self.default = default
+        self.seen: list[dict[str, Any]] = []
+        self.release = threading.Event()
+        self._server = LoopbackServer(self._handler())
+
+    @property
+    def url(self) -> str:
+        return f"{self._server.base}/hook?token=abc"
+
+    def stop(self) -> None:
+        self.release.set()
+        self._server.stop()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        receiver = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                body, headers = self.read_post()
+                receiver.seen.append(
+                    {
+                        "path": self.path,
+                        "id": headers.get("webhook-id"),
+                        "headers": headers,
+                        "body": body,
+                        "valid": verify(receiver.secret, headers, body),
+                    }
+                )
+                action = receiver.plan.pop(0) if receiver.plan else receiver.default
+                if action == "hang":
+                    receiver.release.wait(5)
+                    return
+                if action == "close":
+                    self.close_connection = True
+                    return
+                if action == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", "/elsewhere")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                payload = b"ok" if action < 300 else b"receiver says no"
+                self.send_response(int(action))
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[httpx.Client]:
+    """Run ``app`` on uvicorn on a free 127.0.0.1 port; yield a client for it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        with httpx.Client(base_url=base, timeout=5) as http:
+            yield http
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

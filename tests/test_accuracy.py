@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO
 
-from feedmd.cli import main
-from feedmd.evaluation.headlines import evaluate_headlines, evaluate_pairs
-from feedmd.evaluation.pages import evaluate_pages
-from feedmd.evaluation.reprints import evaluate_reprints
+from feedmd.cli.main import main
 from feedmd.settings import Settings
+from feedmd.tools.evaluation.headlines import evaluate_headlines, evaluate_pairs
+from feedmd.tools.evaluation.pages import evaluate_pages
+from feedmd.tools.evaluation.reprints import evaluate_reprints
 
 FLOORS = tomllib.loads((Path(__file__).parent / "accuracy_floors.toml").read_text("utf-8"))
 

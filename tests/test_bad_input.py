@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.pipeline import run
 from feedmd.store import Store
 

@@ -17,12 +17,12 @@ import pytest
 from conftest import FIXTURES
 from test_crash_safety import DRIVER, Harness, Outcome, check_invariants, decisions, events
 
-from feedmd.demo import FIRST_RUN_AT
 from feedmd.errors import RunLeaseHeld
-from feedmd.fixture_server import FixtureServer
 from feedmd.settings import Settings
 from feedmd.store import database_exists, open_store
 from feedmd.store.schema import connect
+from feedmd.tools.demo import FIRST_RUN_AT
+from feedmd.tools.fixture_server import FixtureServer
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="uses POSIX process checks")
 

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from feedmd.fixture_server import FixtureServer
 from feedmd.store.schema import connect
+from feedmd.tools.fixture_server import FixtureServer
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 DRIVER = textwrap.dedent("""\
     import os, sys, json
     from pathlib import Path
-    from feedmd.demo import demo_config, FIRST_RUN_AT
+    from feedmd.tools.demo import demo_config, FIRST_RUN_AT
     from feedmd.store import open_store
     from feedmd.pipeline import run
     from feedmd.errors import RunLeaseHeld

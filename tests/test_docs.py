@@ -8,7 +8,7 @@ import shlex
 from click.testing import CliRunner
 from conftest import REPO
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.settings import SETTING_FIELDS
 
 README = (REPO / "README.md").read_text(encoding="utf-8")

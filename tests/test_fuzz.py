@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from feedmd.models import FeedResult, FeedSpec, Page
 from feedmd.settings import Settings
-from feedmd.stages.fetch import parse_feed
+from feedmd.sources.fetch import parse_feed
 from feedmd.stages.scrape import extract_page
 
 NOW = datetime(2026, 10, 12, 12, tzinfo=UTC)

@@ -34,7 +34,7 @@ def test_wheel_ships_migrations_and_fixtures(tmp_path: Path) -> None:
     assert "feedmd/_data/fixtures/expected/scenarios.json" in names
     assert "feedmd/_data/migrations/0010_visibility.sql" in names
     assert {
-        "feedmd/exports/templates/digest.html.j2",
-        "feedmd/exports/templates/digest.md.j2",
+        "feedmd/delivery/exports/templates/digest.html.j2",
+        "feedmd/delivery/exports/templates/digest.md.j2",
     } <= names
     assert not any("__pycache__" in name for name in names)

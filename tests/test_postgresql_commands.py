@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from conftest import FIXTURES
+from loopback import serving
 from pg_server import PostgresServer
-from test_serve import serving
 
-from feedmd.cli import main
-from feedmd.demo import run_demo
-from feedmd.fixture_server import FixtureServer
-from feedmd.server import create_app
+from feedmd.cli.main import main
+from feedmd.service.server import create_app
 from feedmd.store import connect_store
 from feedmd.store.schema import available_migrations
+from feedmd.tools.demo import run_demo
+from feedmd.tools.fixture_server import FixtureServer
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
 
-from feedmd.cli import main
-from feedmd.explain import explain, render
+from feedmd.cli.main import main
 from feedmd.pipeline import run
 from feedmd.settings import Settings
 from feedmd.stages import retry
 from feedmd.store import Store
+from feedmd.tools.explain import explain, render
 
 pytestmark = pytest.mark.both_backends
 

@@ -58,12 +58,11 @@ from typing import Any
 
 import pytest
 from conftest import STORY_WORDS, FeedItemSpec, Site, article_html, make_config, rss, story
-from loopback import LoopbackServer, QuietHandler, verify
-from test_webhooks import SECRET_ENV
+from loopback import SECRET_ENV, LoopbackServer, QuietHandler, verify
 
-from feedmd import overrides, webhooks
-from feedmd.config import Config, WebhookConfig
+from feedmd.delivery import overrides, webhooks
 from feedmd.pipeline import run
+from feedmd.settings.config import Config, WebhookConfig
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 
@@ -133,8 +132,8 @@ DRIVER = textwrap.dedent("""\
     from datetime import datetime
     sys.path.insert(0, sys.argv[2])
     from conftest import make_config
-    from feedmd.config import WebhookConfig
-    from feedmd.fixture_server import FixtureServer
+    from feedmd.settings.config import WebhookConfig
+    from feedmd.tools.fixture_server import FixtureServer
     from feedmd.pipeline import run
     from feedmd.store import Store, open_store
     import dataclasses

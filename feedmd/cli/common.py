@@ -18,9 +18,9 @@ from typing import Any
 
 import click
 
-from feedmd.config import SETTING_FIELDS, Config, load_config
 from feedmd.errors import ConfigError
-from feedmd.setting_values import coerce_setting
+from feedmd.settings.config import SETTING_FIELDS, Config, load_config
+from feedmd.settings.values import coerce_setting
 
 F = Callable[..., Any]
 

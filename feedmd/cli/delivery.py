@@ -1,6 +1,6 @@
 """The delivery commands: ``export``, ``serve``, ``tokens`` and ``deliveries``.
 
-``cli.py`` registers them on ``main``; its group turns FeedmdError into a one-line error.
+``cli/main.py`` registers them on ``main``; its group turns FeedmdError into a one-line error.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from feedmd.cli_common import config_option as _config_option
-from feedmd.cli_common import db_option as _db_option
-from feedmd.cli_common import load
-from feedmd.config import Config
-from feedmd.exports.command import FORMATS, export_new_format, export_options
+from feedmd.cli.common import config_option as _config_option
+from feedmd.cli.common import db_option as _db_option
+from feedmd.cli.common import load
+from feedmd.delivery.exports.command import FORMATS, export_new_format, export_options
+from feedmd.settings.config import Config
 from feedmd.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -96,8 +96,7 @@ def export_command(
 
     Without --feed or --org, a store holding a single org exports that org.
     """
-    from feedmd import render
-    from feedmd.stages import deliver
+    from feedmd.delivery import deliver, render
 
     if feed and org:
         raise click.UsageError("give --feed or --org, not both")
@@ -107,7 +106,8 @@ def export_command(
     try:
         orgs = database.list_orgs()
         if fmt in FORMATS or any(value is not None for value in new.values()):
-            # the LLM bundle and the digest (feedmd/exports); their options refuse json/atom
+            # the LLM bundle and the digest (feedmd/delivery/exports); their options refuse
+            # json/atom
             export_new_format(database, fmt, feed, org, output, limit, new)
             return
         if feed:
@@ -192,11 +192,10 @@ def serve_command(
     """
     import uvicorn
 
-    from feedmd import scheduler as scheduling
-    from feedmd import server, webhooks
-    from feedmd.stages import deliver
-    from feedmd.store import open_store
-    from feedmd.store.schema import connect
+    from feedmd.delivery import deliver, webhooks
+    from feedmd.service import scheduler as scheduling
+    from feedmd.service import server
+    from feedmd.store import connect, open_store
 
     config = _config(config_path, db)
     store = open_store(config.database)
@@ -230,7 +229,7 @@ def serve_command(
                 database.close()
 
         scheduler = scheduling.Scheduler(feeds=(), run_org=lambda *_: None, deliver=deliver_pass)
-    from feedmd.overrides import FileOutput
+    from feedmd.delivery.overrides import FileOutput
 
     output = (
         FileOutput(config.output.directory, config.output.base_url, config.settings.feed_page_size)
@@ -345,7 +344,7 @@ def deliveries_group(
     ctx.obj = _config(config_path, db)
     if ctx.invoked_subcommand is not None:
         return
-    from feedmd.webhooks import redact
+    from feedmd.delivery.webhooks import redact
 
     database = _open(ctx.obj)
     try:
@@ -401,7 +400,7 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
 def deliveries_enable(config: Config, endpoint_id: int) -> None:
     """Enable a disabled endpoint again: its waiting messages are due now, with a fresh
     retry window."""
-    from feedmd.webhooks import policy_from
+    from feedmd.delivery.webhooks import policy_from
 
     database = _open(config)
     try:

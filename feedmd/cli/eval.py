@@ -1,5 +1,5 @@
 """The evaluation and inspection commands: `feedmd sweep`, `feedmd eval ...`, `feedmd
-fingerprint` and `feedmd compare` (registered on the main group by cli.py)."""
+fingerprint` and `feedmd compare` (registered on the main group by cli/main.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from feedmd.cli_common import (
+from feedmd.cli.common import (
     BODY_SETTINGS,
     CONTEXT_SETTINGS,
     EVENT_SETTINGS,
@@ -80,7 +80,7 @@ def sweep_command(
 ) -> None:
     """Run the evaluations over a grid of settings and print, for each point, the figures
     and exactly which merges or pairs were added or removed against the current settings."""
-    from feedmd.evaluation.sweep import Sources, parse_grid, plot, sweep
+    from feedmd.tools.evaluation.sweep import Sources, parse_grid, plot, sweep
 
     grid = parse_grid(grid_specs)
     if grid_file:
@@ -149,7 +149,7 @@ def eval_headlines_command(path: str, batch_minutes: float, as_json: bool, **kwa
     """Replay labelled headlines oldest first through the real stage 1 in a temporary store
     and report merge precision, merges by rule, false merges, and pairwise and B-cubed
     precision / recall / F1 against the story labels."""
-    from feedmd.evaluation.headlines import evaluate_headlines
+    from feedmd.tools.evaluation.headlines import evaluate_headlines
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_headlines(path, settings, batch_minutes)
@@ -200,7 +200,7 @@ def eval_events_command(
     """Replay labelled headlines oldest first through the event model and grouper and report
     merges, merge precision against the story labels, false merges, vetoes and encoding
     throughput (docs/events.md)."""
-    from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
+    from feedmd.tools.evaluation.events import evaluate_event_pairs, evaluate_events
 
     settings = load(config_path, settings_from(kwargs), None).settings
     report = evaluate_events(path, settings, batch_minutes, limit=limit)
@@ -223,7 +223,7 @@ def eval_events_command(
 def eval_pairs_command(path: str, as_json: bool, **kwargs: Any) -> None:
     """Score the headline matcher on labelled pairs: tp, fp, fn, tn, precision, recall
     (unsure pairs left out)."""
-    from feedmd.evaluation.headlines import evaluate_pairs
+    from feedmd.tools.evaluation.headlines import evaluate_pairs
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_pairs(path, settings)
@@ -247,7 +247,7 @@ def eval_pages_command(
     """Score the prose of real pages against their checked bodies (DIRECTORY holds
     truth.jsonl and html/<id>.html.gz): precision, recall, F1 of word 4-gram shingles, and
     how many pages give no digest."""
-    from feedmd.evaluation.pages import evaluate_pages
+    from feedmd.tools.evaluation.pages import evaluate_pages
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_pages(directory, settings, reference=reference, per_page=per_page)
@@ -263,7 +263,7 @@ def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
     """Score stage 2 on labelled page pairs (reprint / different): reprint recall, false
     merges and precision for TLSH, for shingle containment and for both combined. Build a
     set from real pages with `feedmd eval make-reprints`."""
-    from feedmd.evaluation.reprints import evaluate_reprints
+    from feedmd.tools.evaluation.reprints import evaluate_reprints
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     report = evaluate_reprints(path, settings)
@@ -299,7 +299,7 @@ def eval_make_reprints_command(
     bodies (PAGES holds truth.jsonl and html/<id>.html.gz): each body is placed inside other
     pages' real layouts with wire edits (reprint pairs), and each layout carries another
     page's body against itself (different pairs). Writes OUT/html/ and OUT/pairs.jsonl."""
-    from feedmd.evaluation.reprint_set import build_reprint_set
+    from feedmd.tools.evaluation.reprint_set import build_reprint_set
 
     made = build_reprint_set(pages, out, seed=seed, per_body=per_body)
     summary = {
@@ -327,7 +327,7 @@ def eval_make_reprints_command(
 def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
     """Show what feedmd sees in pages (files or URLs): prose length, the TLSH digest or why
     there is none, the junk verdict, the number of shingles."""
-    from feedmd.evaluation.reprints import describe_page, load_page
+    from feedmd.tools.evaluation.reprints import describe_page, load_page
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     rows = [describe_page(source, load_page(source, settings), settings) for source in sources]
@@ -351,7 +351,7 @@ def fingerprint_command(sources: tuple[str, ...], as_json: bool, **kwargs: Any) 
 def compare_command(first: str, second: str, as_json: bool, **kwargs: Any) -> None:
     """Compare two pages (files or URLs) as stage 2 would: TLSH distance, shingle
     containment, and the verdict (reprint, similar, different)."""
-    from feedmd.evaluation.reprints import compare_pages, load_page
+    from feedmd.tools.evaluation.reprints import compare_pages, load_page
 
     settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
     result = compare_pages(load_page(first, settings), load_page(second, settings), settings)

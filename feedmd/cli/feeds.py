@@ -20,10 +20,10 @@ from urllib.parse import urlencode, urlsplit
 
 import click
 
-from feedmd.cli_common import CONFIG_ENV, DEFAULT_CONFIG, config_option, db_option, find_config
-from feedmd.config import FEED_NAME_PATTERN, Config, load_config
+from feedmd.cli.common import CONFIG_ENV, DEFAULT_CONFIG, config_option, db_option, find_config
 from feedmd.errors import ConfigError
-from feedmd.opml import read_opml, write_opml
+from feedmd.settings.config import FEED_NAME_PATTERN, Config, load_config
+from feedmd.sources.opml import read_opml, write_opml
 from feedmd.timeutil import iso, parse_iso, utcnow
 
 GOOGLE_NEWS = "https://news.google.com/rss/search"
@@ -324,7 +324,7 @@ def _feed_rows(config: Config) -> list[dict[str, Any]]:
     last error, error streak, and the next due time (a failed feed's retry time when it
     comes before its poll)."""
     from feedmd.models import FeedSpec
-    from feedmd.stages.fetch import next_due
+    from feedmd.sources.fetch import next_due
     from feedmd.store import connect_store, database_exists
 
     states: dict[str, dict[str, Any]] = {}
@@ -386,7 +386,7 @@ def feeds_list(as_json: bool, config_path: str | None, db: str | None) -> None:
     """List the configured feeds with their status, last error, error streak and next due
     time (a failed feed is due again after feed_retry_base_minutes, doubling with each
     failure in a row, never later than its poll)."""
-    from feedmd.cli_common import load
+    from feedmd.cli.common import load
 
     config = load(config_path, None, db)
     rows = _feed_rows(config)
@@ -473,8 +473,8 @@ def feeds_import(
 @config_option
 def feeds_export(output: str | None, config_path: str | None) -> None:
     """Write the configured feeds as OPML 2.0 (one folder per org), for any feed reader."""
-    from feedmd.cli_common import load
-    from feedmd.stages.deliver import write_atomically
+    from feedmd.cli.common import load
+    from feedmd.delivery.deliver import write_atomically
 
     config = load(config_path, None, None)
     data = write_opml(config)

@@ -4,14 +4,14 @@
 The command only marks (even items whose retries were given up); the next ``feedmd run``
 does the fetching, inside its lease and its transaction, and decides the recovered items
 on their bodies like any new ones. The review page's "Retry" button is the same action for
-one item. ``cli.py`` registers the command on ``main``.
+one item. ``cli/main.py`` registers the command on ``main``.
 """
 
 from __future__ import annotations
 
 import click
 
-from feedmd.cli_delivery import _config, _config_option, _db_option, _open
+from feedmd.cli.delivery import _config, _config_option, _db_option, _open
 
 
 @click.command("retry")

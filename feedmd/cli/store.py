@@ -2,7 +2,7 @@
 
 The copy itself is ``feedmd.store.copy``; this command checks it the two ways a user can
 trust: the rows of every table counted on both sides, and (``--replay``) a replay of the
-copy under its recorded settings that must reproduce every stored decision. ``cli.py``
+copy under its recorded settings that must reproduce every stored decision. ``cli/main.py``
 registers the group on ``main``.
 """
 
@@ -38,9 +38,8 @@ def copy_command(source: str, target: str, check_replay: bool, as_json: bool) ->
     postgresql://user@host:port/db URL; TARGET is migrated first and must hold no rows.
     The rows of every table are counted on both sides afterwards.
     """
-    from feedmd.replay import replay
-    from feedmd.store import display_database
-    from feedmd.store.copy import copy_store, table_counts
+    from feedmd.store import copy_store, display_database, table_counts
+    from feedmd.tools.replay import replay
 
     result = copy_store(source, target)
     counts = table_counts(target)

@@ -1,4 +1,4 @@
-"""The ``feedmd worker`` command: the wiring of ``feedmd.worker`` to the command line and to
+"""The ``feedmd worker`` command: the wiring of ``feedmd.service.worker`` to the command line and to
 SIGTERM / SIGINT."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from feedmd.cli_common import config_option, db_option, load, setting_options, settings_from
+from feedmd.cli.common import config_option, db_option, load, setting_options, settings_from
 
 # The settings ``feedmd worker`` shows as flags (every other one is reachable by --set).
 WORKER_SETTINGS = (
@@ -69,9 +69,9 @@ def worker_command(
     second one interrupts the run (its claim is still given back). Use `feedmd serve
     --http-only` beside workers to serve the feeds.
     """
-    from feedmd.scheduler import configure_logging
+    from feedmd.service.scheduler import configure_logging
+    from feedmd.service.worker import Worker, WorkerOptions, default_worker_id
     from feedmd.store import display_database
-    from feedmd.worker import Worker, WorkerOptions, default_worker_id
 
     poll = kwargs.pop("worker_poll_seconds")
     settings = settings_from(kwargs)

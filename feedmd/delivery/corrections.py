@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from feedmd import webhooks
-from feedmd.render import json_item
+from feedmd.delivery import webhooks
+from feedmd.delivery.render import json_item
 from feedmd.store import Store
 
 

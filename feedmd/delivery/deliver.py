@@ -1,6 +1,6 @@
 """Deliver: kept items as JSON Feed 1.1 and Atom 1.0 files, and webhooks.
 
-Rendering lives in ``feedmd/render.py`` (shared with export, serve and the webhook
+Rendering lives in ``feedmd/delivery/render.py`` (shared with export, serve and the webhook
 payloads). ``deliver`` is step 6 of the pipeline: it stores the configured
 visibility and webhook endpoints, rewrites the files of the feeds that gained items
 (atomically: temporary file, then rename), queues the new kept items for every endpoint of
@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from feedmd import webhooks
-from feedmd.config import Config
-from feedmd.render import DEFAULT_PAGE_SIZE, atom_feed, file_meta, json_bytes, json_feed
-from feedmd.store import Store
-from feedmd.store.outputs import FeedRow, OutputItem
+from feedmd.delivery import webhooks
+from feedmd.delivery.render import DEFAULT_PAGE_SIZE, atom_feed, file_meta, json_bytes, json_feed
+from feedmd.models import Delivered, WebhookCounts
+from feedmd.settings.config import Config
+from feedmd.store import FeedRow, OutputItem, Store
 from feedmd.timeutil import utcnow
 
 FILES_TARGET = "files"
@@ -99,43 +98,6 @@ def refresh_files(
         if feed is not None:
             items = store.kept_items(feed=name, limit=page_size)
             write_feed_files(directory, feed, items, config.output.base_url)
-
-
-@dataclass(frozen=True)
-class WebhookCounts:
-    """The webhook side of one step 6: messages newly queued (per-item and batch), and of
-    the delivery pass that followed (which also sends earlier runs' due retries), the
-    messages delivered and the attempts that failed."""
-
-    queued: int = 0
-    delivered: int = 0
-    failed_attempts: int = 0
-
-
-class Delivered(int):
-    """What step 6 did. The int value is the items newly written to files, which is what
-    ``RunReport.delivered`` has always counted, so the conductor and the report keep
-    working unchanged; ``webhooks`` carries the webhook counts for the report to show.
-
-    An int subclass, not a plain dataclass, so the report can start showing the webhook
-    counts in a change of its own: until then ``dataclasses.asdict``, ``json.dumps`` and
-    f-strings see the plain number.
-    """
-
-    webhooks: WebhookCounts
-
-    def __new__(cls, files: int = 0, webhooks: WebhookCounts | None = None) -> Delivered:
-        value = super().__new__(cls, files)
-        value.webhooks = webhooks or WebhookCounts()
-        return value
-
-    @property
-    def files(self) -> int:
-        """Items newly written to the output files (0 without an output folder)."""
-        return int(self)
-
-    def __repr__(self) -> str:
-        return f"Delivered(files={int(self)}, webhooks={self.webhooks!r})"
 
 
 def deliver(

@@ -3,7 +3,7 @@ decisions: "not the same event" (``split_event``).
 
 A wrong merge hides a story from every reader of the feed, and a missed duplicate sends
 the same story twice; the people who run feedmd correct both from the review page
-(``feedmd/review``). An override changes the stored decision at once and is recorded
+(``feedmd/service/review``). An override changes the stored decision at once and is recorded
 (table ``overrides``, migration 0008) with who made it, when, and the decision it
 replaced, so the trail stays complete and later runs can respect it:
 
@@ -17,11 +17,11 @@ replaced, so the trail stays complete and later runs can respect it:
 entry id``, as ``Entry.key``), which survive re-deciding: item ids belong to one store, an
 entry's key does not. For one pair of entries the newest override wins (a merge undone by
 "not a duplicate" is a never-merge pair, and the reverse). Nothing feeds them to stage 1 yet:
-a replay keeps an overridden item's decision by its rule (``replay.py``), and a later run
+a replay keeps an overridden item's decision by its rule (``tools/replay.py``), and a later run
 never re-decides a stored item, so the overrides already stand without them.
 
 The SQL of overrides lives in ``feedmd/store/audit.py``; webhooks and files go through
-``feedmd.webhooks`` and ``feedmd.stages.deliver``.
+``feedmd.delivery.webhooks`` and ``feedmd.delivery.deliver``.
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from feedmd.store import Store
-from feedmd.store.audit import Override
-from feedmd.store.events import EventOverride
+from feedmd.store import EventOverride, Override, Store
 
 # The separator of Entry.key (models.py): stage 1 compares entries by this key.
 KEY_SEPARATOR = "\x1f"
@@ -68,12 +66,12 @@ def restore(
 
     The item is marked kept (rule ``override``, no match, no score), the override is
     recorded with ``who`` and ``now``, then its webhooks are queued for every endpoint,
-    per-item or batch, once for this override (``feedmd.corrections``: a restore after a
+    per-item or batch, once for this override (``feedmd.delivery.corrections``: a restore after a
     merge sends it again) and, with ``output``, the files of its feed and of the item it
     had matched are rewritten (the latter's "also published by" shrinks).
     """
     record, feeds = store.restore_item(item_id, who, now)
-    from feedmd.corrections import enqueue_correction  # webhooks -> render -> config
+    from feedmd.delivery.corrections import enqueue_correction  # webhooks -> render -> config
 
     enqueue_correction(store, item_id, record.id, retry_hours, now)
     if output is not None:
@@ -130,7 +128,7 @@ def split_event(
 def rewrite_files(store: Store, feeds: Iterable[str], output: FileOutput) -> None:
     """Rewrite the JSON Feed and Atom files of ``feeds`` in the output folder, as a run's
     step 6 does for the feeds that gained items."""
-    from feedmd.stages import deliver
+    from feedmd.delivery import deliver
 
     for name in sorted(set(feeds)):
         feed = store.find_feed(name)

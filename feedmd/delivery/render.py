@@ -1,6 +1,6 @@
 """Rendering: kept items as JSON Feed 1.1 and Atom 1.0 documents.
 
-Pure (items in, document out) and shared by the files of a run (``stages/deliver.py``),
+Pure (items in, document out) and shared by the files of a run (``delivery/deliver.py``),
 ``feedmd export``, ``feedmd serve`` and the webhook payloads (``webhooks.py``), so a
 webhook carries exactly the item object of the JSON Feed.
 """
@@ -20,8 +20,7 @@ from feedgen.feed import FeedGenerator
 from lxml import etree
 from markdown_it import MarkdownIt
 
-from feedmd.store.events import EventMember
-from feedmd.store.outputs import FeedRow, OutputItem
+from feedmd.store import EventMember, FeedRow, OutputItem
 from feedmd.timeutil import iso
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"

@@ -111,7 +111,7 @@ def deadline_client(timeout_seconds: float, user_agent: str) -> httpx.Client:
     redirects not followed, ``HTTP(S)_PROXY`` ignored."""
     transport = httpx.HTTPTransport()
     # httpx has no public hook for the network backend (stages/http.py does the same for
-    # the SSRF guard); tests/test_webhooks.py fails loudly if a new httpcore moves it.
+    # the SSRF guard); tests/delivery/test_webhooks.py fails loudly if a new httpcore moves it.
     pool = transport._pool
     if not hasattr(pool, "_network_backend"):
         raise RuntimeError("httpcore changed: cannot install the webhook deadline")

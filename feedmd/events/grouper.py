@@ -18,10 +18,11 @@ from typing import Protocol
 
 import numpy as np
 
-from feedmd.events.vectors import as_stored
 from feedmd.events.vetoes import veto
+from feedmd.fingerprints.subject_gate import CasingStats
+from feedmd.fingerprints.vectors import as_stored
+from feedmd.models import Neighbour
 from feedmd.settings import Settings
-from feedmd.stages.subject_gate import CasingStats
 
 # How many nearest stored vectors to try, best first. On the development headlines the
 # joined candidate is the first in 98% of joins and within the first 3 in all but a few;
@@ -36,16 +37,6 @@ class EventItem:
     item_id: str
     title: str
     vector: np.ndarray = field(repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    """A stored item near a query vector: its id, its event's id, its title and the cosine."""
-
-    item_id: str
-    event_id: str
-    title: str
-    score: float
 
 
 class EventWindow(Protocol):

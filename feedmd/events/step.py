@@ -37,11 +37,10 @@ from feedmd.events.grouper import (
     assign_events,
     merge_neighbours,
 )
-from feedmd.events.vectors import as_stored, to_stored
+from feedmd.fingerprints.vectors import as_stored, to_stored
 from feedmd.models import Candidate, Decision, Stage1Result
 from feedmd.settings import Settings
-from feedmd.store import Store
-from feedmd.store.events import EventRow, Ref
+from feedmd.store import EventRow, Ref, Store
 from feedmd.timeutil import iso
 
 log = logging.getLogger(__name__)

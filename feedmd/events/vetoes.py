@@ -8,7 +8,7 @@ function of the two titles and returns a short reason, or None to let the match 
    "120 points" / "85 points"). A rewrite of one event repeats its figures or drops them.
 2. **opposite directions**: one title says up (rise, gain, higher ...) and the other down
    (fall, drop, lower ...), and neither says both.
-3. **different subjects**: the subject gate of stage 1 (feedmd/stages/subject_gate.py):
+3. **different subjects**: the subject gate of stage 1 (feedmd/fingerprints/subject_gate.py):
    different short name-like leads before one template ("어드밴트, 온디바이스 AI ..." /
    "엠젠솔루션, 온디바이스 AI ...", "QuantumScape / B2Gold Q3 2026 Earnings Date").
 
@@ -23,8 +23,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from feedmd.stages.headlines import normalize_headline
-from feedmd.stages.subject_gate import CasingStats, subject_gate
+from feedmd.fingerprints.headlines import normalize_headline
+from feedmd.fingerprints.subject_gate import CasingStats, subject_gate
 
 # A number: digits with inner separators ("1,000", "2.5", "3-0"); the separators are
 # dropped so "1,000" and "1000" are one number. Ordinals and units stuck to it count too

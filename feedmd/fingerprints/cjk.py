@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from feedmd.stages.headlines import as_fraction, strip_publisher_suffix
-from feedmd.stages.urls import host_of
+from feedmd.fingerprints.headlines import as_fraction, strip_publisher_suffix
+from feedmd.fingerprints.urls import host_of
 
 # A headline is "CJK" when at least this share of its letters are Hangul, Han, Kana: real
 # Korean headlines mix in Latin names and acronyms ("온디바이스 AI"), still mostly Hangul.

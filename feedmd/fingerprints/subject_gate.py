@@ -33,7 +33,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from feedmd.stages.headlines import STOPWORDS, headline_words
+from feedmd.fingerprints.headlines import (
+    STOPWORDS,
+    Headline,
+    HeadlineMatch,
+    headline_words,
+    match_headlines,
+)
+from feedmd.settings import Settings
 
 # A title is in sentence case when fewer than half of its cased non-first words are
 # capitalised: only then does a capital letter say "name".
@@ -219,3 +226,25 @@ def subject_gate(
     if same_start and _known_name(a_next, [a_title, b_title], casing):
         return None  # both leads qualify one shared name: "George Zimmerman" / "... Zimmerman"
     return f"different subjects {' '.join(a_lead)!r} / {' '.join(b_lead)!r} before one template"
+
+
+def gated_match(
+    title: str,
+    tokens: Sequence[str],
+    headline: Headline,
+    other_title: str,
+    other_tokens: Sequence[str],
+    other_headline: Headline,
+    settings: Settings,
+    casing: CasingStats,
+) -> tuple[HeadlineMatch | None, str | None]:
+    """The headline matcher of stage 1 on one pair: seed 003's rules, then the subject gate.
+    Returns the match (None when the rules do not match or the gate blocks) and the gate's
+    reason when it blocked a match."""
+    found = match_headlines(headline, other_headline, settings)
+    if found is None or not settings.subject_gate:
+        return found, None
+    reason = subject_gate(
+        title, tokens, other_title, other_tokens, casing, settings.subject_max_tokens
+    )
+    return (None, reason) if reason is not None else (found, None)

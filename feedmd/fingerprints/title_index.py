@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Generic, TypeVar
 
+from feedmd.fingerprints.headlines import Headline, HeadlineMatch, as_fraction, match_headlines
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline, HeadlineMatch, as_fraction, match_headlines
 
 T = TypeVar("T")
 Matcher = Callable[[Headline, Headline, Settings], HeadlineMatch | None]

@@ -29,7 +29,7 @@ candidate filter:
    (Counting only the high bits, 35-55 for unrelated texts, let 40% through.)
 3. **Exact distance** of the survivors: the header terms plus the body cost from the same
    planes (``_body_costs``). Equal to ``tlsh.diff`` by construction and by test
-   (tests/stages/test_tlsh_index.py, which also checks ``tlsh_distance``, an independent
+   (tests/fingerprints/test_tlsh_index.py, which also checks ``tlsh_distance``, an independent
    byte-table implementation).
 
 Within a bucket records are in insertion order, so the first survivor within the threshold

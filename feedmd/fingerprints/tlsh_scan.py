@@ -14,7 +14,7 @@ different checksum, the body cost from the planes (``tlsh_index._body_costs``, i
 bits). Every record's exact distance is computed: a lower-bound filter (header terms plus
 differing codes) measured no faster, because at radius 100 the closest body of a window is
 at 65-90 and most records' bounds are below that. Equal to ``tlsh.diff`` by test
-(tests/stages/test_tlsh_scan.py, on random and real digests).
+(tests/fingerprints/test_tlsh_scan.py, on random and real digests).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from feedmd.stages.tlsh_index import _Q_COST, _SWAP, _length_cost, _planes, decode_digest
+from feedmd.fingerprints.tlsh_index import _Q_COST, _SWAP, _length_cost, _planes, decode_digest
 
 # Records per block: 16,384 records are 0.5 MB of planes, which stay in cache while every
 # query of a run is scored against them. Measured at 1M records, 20 queries, 2 shared

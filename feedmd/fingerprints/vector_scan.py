@@ -17,7 +17,7 @@ window was read in before packs: decisions do not depend on how the window is cu
 **Only candidate rows get float64 scores.** A float32 test on each stored row's best
 query (``candidate_rows``) drops the rows that cannot reach ``min_score``, with a slack
 above its rounding error; the rows left are scored exactly as above, so the hits are
-the same bits as scoring every pair (``tests/events/test_scan_exact.py``). Measured by
+the same bits as scoring every pair (``tests/fingerprints/test_vector_scan_exact.py``). Measured by
 ``python benchmarks/run.py events`` (docs/events.md "Cost").
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from feedmd.events.vectors import INT8_MAX, split_stored
+from feedmd.fingerprints.vectors import INT8_MAX, split_stored
 
 # Rows of the row path decoded at once (a block of stored bytes from the database).
 BLOCK_ROWS = 16_384

@@ -5,7 +5,7 @@ it is made. Stored with the item, a vector is 4 + d bytes: a float32 and d int8 
 (388 bytes for the 384-d model instead of 1,536 as float32), so a 48 h window of 100k items
 is 39 MB. The rounding moves a cosine by at most 0.0015 on the development headlines. The grouper
 decides on the rounded form (``as_stored``), so what it decides now is what a replay from
-the stored bytes decides; ``tests/events/test_vectors.py`` checks that.
+the stored bytes decides; ``tests/fingerprints/test_vectors.py`` checks that.
 """
 
 from __future__ import annotations

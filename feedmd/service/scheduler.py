@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.config import FeedConfig
 from feedmd.report import RunReport
+from feedmd.settings.config import FeedConfig
 from feedmd.store import connect_store
 from feedmd.timeutil import utcnow
 
@@ -221,8 +221,9 @@ def pipeline_scheduler(config: Any, clock: Callable[[], datetime] = utcnow) -> S
     A feed is first due at its last fetch plus its interval (from the store), so a restart
     does not poll every feed at once; a feed never fetched is due now.
     """
-    from feedmd import pipeline, webhooks
-    from feedmd.stages.fetch import next_due
+    from feedmd import pipeline
+    from feedmd.delivery import webhooks
+    from feedmd.sources.fetch import next_due
     from feedmd.store import open_store
 
     def run_org(_org: str, feeds: tuple[FeedConfig, ...]) -> object:

@@ -7,7 +7,7 @@ Routes: ``/`` a landing page; ``/health``; ``/feeds`` (the feeds the caller may 
 and 304 for a matching conditional request. A feed marked public is served to anyone;
 every other feed needs ``Authorization: Bearer <token>`` with a live token of its org
 (stored hashed, compared in constant time). Unknown feed: 404; missing or wrong token: 401.
-``/review`` and below: the review page (``feedmd/review``): runs, clusters, explain
+``/review`` and below: the review page (``feedmd/service/review``): runs, clusters, explain
 trails, search, and the "Not a duplicate" / "Merge" corrections.
 
 Each request opens its own SQLite connection (sqlite3 connections stay in their thread;
@@ -38,13 +38,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from feedmd import render, review
+from feedmd.delivery import render
+from feedmd.delivery.overrides import FileOutput
 from feedmd.ids import MAX_ID, parse_id
-from feedmd.overrides import FileOutput
-from feedmd.review.views import SECURITY_HEADERS as REVIEW_HEADERS
-from feedmd.scheduler import Scheduler
-from feedmd.store import Store, connect_store
-from feedmd.store.outputs import FeedRow, hash_token
+from feedmd.service import review
+from feedmd.service.review.views import SECURITY_HEADERS as REVIEW_HEADERS
+from feedmd.service.scheduler import Scheduler
+from feedmd.store import FeedRow, Store, connect_store, hash_token
 from feedmd.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ def create_app(
         Route("/feeds/{name}.atom", bound(lambda c, r: _document(c, r, "feed", "atom"))),
         Route("/orgs/{name}.json", bound(lambda c, r: _document(c, r, "org", "json"))),
         Route("/orgs/{name}.atom", bound(lambda c, r: _document(c, r, "org", "atom"))),
-        # the LLM bundle and the digest (feedmd/exports), same tokens as the org's feed
+        # the LLM bundle and the digest (feedmd/delivery/exports), same tokens as the org's feed
         Route("/orgs/{name}.jsonl", bound(lambda c, r: _export(c, r, "jsonl"))),
         Route("/orgs/{name}.md", bound(lambda c, r: _export(c, r, "markdown"))),
         Route("/orgs/{name}/digest.html", bound(lambda c, r: _export(c, r, "html"))),
@@ -313,8 +313,8 @@ def _export(context: _Context, request: Request, fmt: str) -> Response:
     """An org's LLM bundle (jsonl, markdown) or digest (html, digest-markdown): ``since``
     (a cursor), ``limit``, and for the digest ``run`` or ``day`` (YYYY-MM-DD); the next
     cursor is in the X-Feedmd-Cursor header. Private orgs need a token, as their feeds do."""
-    from feedmd.exports.export import MEDIA_TYPES, ExportError, render_document, select
-    from feedmd.exports.export import Request as ExportRequest
+    from feedmd.delivery.exports.export import MEDIA_TYPES, ExportError, render_document, select
+    from feedmd.delivery.exports.export import Request as ExportRequest
 
     name, query = request.path_params["name"], request.query_params
     try:

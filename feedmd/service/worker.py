@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd import pipeline, webhooks
-from feedmd.config import Config, FeedConfig
+from feedmd import pipeline
+from feedmd.delivery import deliver, webhooks
 from feedmd.errors import RunLeaseHeld
 from feedmd.models import FeedSpec
-from feedmd.scheduler import log_deliveries, log_run
-from feedmd.stages import deliver
-from feedmd.stages.fetch import next_due
+from feedmd.service.scheduler import log_deliveries, log_run
+from feedmd.settings.config import Config, FeedConfig
+from feedmd.sources.fetch import next_due
 from feedmd.store import OrgClaim, Store, open_store
 from feedmd.timeutil import utcnow
 

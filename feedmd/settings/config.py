@@ -1,7 +1,7 @@
 """Configuration: built-in defaults -> feedmd.toml -> FEEDMD_* environment -> CLI flags.
 
-``Settings`` (``settings.py``) holds every tunable of the pipeline; ``Config`` adds the orgs,
-their feeds, webhooks and outputs, which only come from the file.
+``Settings`` (``core.py`` and its parts) holds every tunable of the pipeline; ``Config``
+adds the orgs, their feeds, webhooks and outputs, which only come from the file.
 
 A bad key, type or value raises ``ConfigError`` naming the key and where it came from
 (the file path, the environment variable or the flag), before any work starts. Every
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from feedmd.errors import ConfigError
-from feedmd.setting_values import coerce_setting
-from feedmd.settings import SETTING_FIELDS, Settings
+from feedmd.settings.core import SETTING_FIELDS, Settings
+from feedmd.settings.values import coerce_setting
 
 ENV_PREFIX = "FEEDMD_"
 FEED_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from feedmd.errors import ConfigError
-from feedmd.settings import SETTING_FIELDS, Settings
+from feedmd.settings.core import SETTING_FIELDS, Settings
 
 
 def coerce_setting(name: str, raw: Any, origin: str) -> Any:

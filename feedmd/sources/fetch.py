@@ -23,9 +23,9 @@ import feedparser
 from feedmd.errors import FetchError
 from feedmd.models import Entry, FeedResult, FeedSpec, LinkResolution
 from feedmd.settings import Settings
-from feedmd.stages.http import Fetcher
-from feedmd.stages.links import resolve_offline
-from feedmd.stages.resolve import needs_http, resolve_links
+from feedmd.sources.http import Fetcher
+from feedmd.sources.links import resolve_offline
+from feedmd.sources.resolve import needs_http, resolve_links
 from feedmd.timeutil import iso
 
 # An entry's summary is kept for display and webhooks only; 20,000 characters is several

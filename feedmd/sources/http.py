@@ -8,7 +8,7 @@ gzip and deflate ourselves, at most that many bytes per step, so a 1000:1 gzip b
 at most the limit), so a huge or never-ending response costs at most that much memory and
 that much time.
 
-The SSRF guard (``feedmd.security``) sits in the connection layer: ``GuardedBackend``
+The SSRF guard (``feedmd.sources.security``) sits in the connection layer: ``GuardedBackend``
 resolves each host name, refuses the connection when any of its addresses is not public,
 and connects to the checked address itself, so DNS cannot answer differently between check
 and connect. Every redirect hop opens its connection through the same backend, and goes
@@ -33,9 +33,9 @@ import httpcore
 import httpx
 
 from feedmd.errors import FetchError, ResponseTooLarge
-from feedmd.security import check_address, check_url, refusal
+from feedmd.fingerprints.urls import host_of
 from feedmd.settings import Settings
-from feedmd.stages.urls import host_of
+from feedmd.sources.security import check_address, check_url, refusal
 
 # Only encodings we decode ourselves, within the limit: httpx would inflate a whole chunk
 # at once (64 KB of a gzip bomb is 64 MB) before we could count it.
@@ -346,7 +346,7 @@ def guarded_transport(settings: Settings, limits: httpx.Limits) -> httpx.AsyncHT
     if allow_private(settings):
         return transport
     # httpx has no public hook for the network backend; the pool's is set at construction.
-    # tests/test_ssrf.py fails loudly if a new httpcore moves it.
+    # tests/sources/test_ssrf.py fails loudly if a new httpcore moves it.
     pool = transport._pool
     if not hasattr(pool, "_network_backend"):
         raise RuntimeError("httpcore changed: cannot install the SSRF guard")

@@ -7,8 +7,8 @@ import re
 import xml.etree.ElementTree as ET
 from email.utils import format_datetime
 
-from feedmd.config import Config
 from feedmd.errors import ConfigError
+from feedmd.settings.config import Config
 from feedmd.timeutil import utcnow
 
 # A subscription list of thousands of feeds is well under 1 MB; past this it is not one.

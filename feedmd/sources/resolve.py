@@ -30,8 +30,8 @@ from urllib.parse import urlencode, urlsplit
 
 from feedmd.errors import FetchError
 from feedmd.models import LinkResolution
-from feedmd.stages.http import Fetcher
-from feedmd.stages.links import GOOGLE_NEWS_HOSTS, decode_google_news_id
+from feedmd.sources.http import Fetcher
+from feedmd.sources.links import GOOGLE_NEWS_HOSTS, decode_google_news_id
 
 BATCHEXECUTE_PATH = "/_/DotsSplashUi/data/batchexecute"
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded;charset=UTF-8"

@@ -10,7 +10,7 @@ refused, in IPv4 and IPv6, including IPv6 forms that carry an IPv4 address (IPv4
 ``::ffff:127.0.0.1``, IPv4-compatible ``::127.0.0.1``, 6to4 ``2002:7f00:1::``, NAT64
 ``64:ff9b::7f00:1``), which are judged by the IPv4 address they carry.
 
-This module only classifies; ``stages/http.py`` applies it at connect time, to the address
+This module only classifies; ``sources/http.py`` applies it at connect time, to the address
 actually connected to (no gap between check and connect for DNS rebinding to use).
 
 With a proxy, feedmd never connects to the target: the proxy does, after its own

@@ -44,9 +44,6 @@ import tlsh
 from feedmd.settings import Settings
 from feedmd.stages.walls import wall_kind
 
-# v3: table cells are read as text (v2: every table row was structure).
-PROSE_RULE_VERSION = "prose-v3"
-
 # The tunables of the rule are Settings (prose_short_min_words, prose_cjk_chars_per_word,
 # prose_boilerplate_max_words, prose_junk_min_share), documented with their measurements.
 
@@ -105,20 +102,6 @@ def line_key(line: str) -> str:
     recurs across one host's pages."""
     folded = " ".join(line.lower().split())
     return hashlib.blake2b(folded.encode("utf-8"), digest_size=8).hexdigest()
-
-
-def prose_settings_version(settings: Settings) -> str:
-    """A short tag of the settings that shape prose and digests; a change makes stored
-    digests stale."""
-    key = (
-        f"{PROSE_RULE_VERSION}:{settings.prose_min_words}:"
-        f"{settings.prose_max_link_share!r}:{settings.prose_min_chars}:"
-        f"{settings.prose_short_min_words}:"
-        f"{settings.prose_cjk_chars_per_word!r}:"
-        f"{settings.prose_boilerplate_max_words}:"
-        f"{settings.prose_junk_min_share!r}"
-    )
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def _blocks(markdown: str) -> Iterator[str | None]:

@@ -18,34 +18,30 @@ says "retry at T" or "give up, because ...". The store keeps the attempts; the c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from functools import partial
 
-from feedmd.models import Candidate, Decision, Entry, Stage1Result
+from feedmd.models import (
+    Attempt,
+    Candidate,
+    Decision,
+    DueRetry,
+    Kind,
+    Stage1Result,
+    Verdict,
+)
 from feedmd.settings import Settings
 from feedmd.stages.stage1 import prepare
 
-Kind = Literal["transient", "gone", "permanent"]
-
 TRANSIENT_STATUSES = frozenset({408, 425, 429})
 GONE_STATUSES = frozenset({404, 410})
-# FetchError texts (feedmd.stages.http) of failures that a later fetch may not meet:
+# FetchError texts (feedmd.sources.http) of failures that a later fetch may not meet:
 # timeouts and httpx's transport errors, and bodies cut short.
 _TRANSIENT_ERROR = re.compile(
     r"timed out|Timeout|ConnectError|ReadError|WriteError|RemoteProtocolError|NetworkError"
     r"|ProxyError|truncated|ended before|Connection reset|Connection refused",
 )
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What to do after one failed attempt: ``retry_at`` a time, or ``gave_up`` a reason."""
-
-    kind: Kind
-    retry_at: datetime | None = None
-    gave_up: str | None = None
 
 
 def classify(http_status: int | None, error: str | None) -> Kind:
@@ -108,51 +104,10 @@ def feed_due_after_error(streak: int, poll_minutes: float, settings: Settings) -
     )
 
 
-@dataclass(frozen=True)
-class DueRetry:
-    """A stored failed item whose page a run fetches again, with its retry record."""
-
-    item_id: int
-    entry: Entry
-    attempts: int
-    first_failed_at: datetime
-
-    @property
-    def key(self) -> str:
-        """The entry's key in the run (its feed and entry id)."""
-        return self.entry.key
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One fetch of a page that failed now or had failed before: what the store records.
-    ``item_id`` is None for an item of this run (its id is given when it is stored)."""
-
-    key: str
-    outcome: Literal["failed", "recovered"]
-    attempts: int
-    first_seen: datetime
-    item_id: int | None = None
-    http_status: int | None = None
-    error: str | None = None
-    verdict: Verdict | None = None
-
-
-@dataclass(frozen=True)
-class RetryBatch:
-    """A run's retry writes: the items it fetched again, every attempt (new failures
-    included), and the feeds and time before which waiting retries are given up (their
-    items have left the dedup window)."""
-
-    due: tuple[DueRetry, ...] = ()
-    attempts: tuple[Attempt, ...] = ()
-    feeds: tuple[str, ...] = ()
-    window_starts: datetime | None = None
-
-    @property
-    def given_up(self) -> int:
-        """Attempts after which the retries stopped."""
-        return sum(1 for a in self.attempts if a.verdict is not None and a.verdict.gave_up)
+def feed_retry_after(settings: Settings) -> Callable[[int, float], timedelta]:
+    """``feed_due_after_error`` under ``settings``: what the store's ``persist`` asks when
+    it records a failed feed fetch (streak, poll minutes -> wait)."""
+    return partial(feed_due_after_error, settings=settings)
 
 
 def candidates(due: Sequence[DueRetry]) -> list[Candidate]:

@@ -1,30 +1,29 @@
-"""Scrape: stage-1 survivors -> page -> Markdown (trafilatura) -> prose and digest.
+"""Scrape, the deciding half: which survivors need a page, and what a page becomes.
 
-Only survivors are fetched: every item stage 1 dropped is a page we never pay for. A page
-already scraped by any feed of the same org is reused (``known``), and one URL listed by
-two feeds of the org in one run is fetched once. Non-HTML responses are recorded as such
-and not parsed; HTTP errors, timeouts and oversized bodies become failed pages with a
-reason, and the run goes on.
+``plan_pages`` settles the survivors' pages that need no request (a page already scraped
+by any feed of the same org is reused, ``known``; an unresolved redirect link is skipped)
+and lists one URL per page key to fetch; ``feedmd.sources.pages`` fetches them and hands
+each body to ``PageReduction``: trafilatura -> Markdown -> prose (``prose``) -> TLSH
+digest and shingles. ``without_furniture`` and ``settle`` are the step's later passes (a
+host's furniture lines left out; the copies of a failed kept page decided again). No I/O
+here: the conductor (``feedmd.pipeline``) wires the two halves.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import trafilatura
 
-from feedmd.errors import FetchError
-from feedmd.models import Candidate, Page, Stage1Result
+from feedmd.fingerprints.shingles import pack, shingle_hashes
+from feedmd.fingerprints.urls import host_of
+from feedmd.models import HTML_TYPES, Candidate, Page, Stage1Result
 from feedmd.settings import Settings
-from feedmd.stages.bodies import pack, shingle_hashes
-from feedmd.stages.http import Fetcher
-from feedmd.stages.prose import PROSE_RULE_VERSION, markdown_to_prose
-from feedmd.stages.urls import host_of
+from feedmd.settings.bodies import PROSE_RULE_VERSION
+from feedmd.stages.prose import markdown_to_prose
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
 # One trafilatura extraction at a time in the process. Extraction runs in worker threads
@@ -36,7 +35,6 @@ EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
 # guards the known cause rather than a proven one. Extraction is CPU work under the GIL
 # on 2 cores: the fetches still overlap, which is what concurrency buys.
 _EXTRACTING = threading.Lock()
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
 
 PageKey = tuple[str, str]  # (org, page key)
 
@@ -46,21 +44,13 @@ def page_keys(survivors: Sequence[Candidate]) -> list[PageKey]:
     return [(candidate.entry.org, candidate.page_key) for candidate in survivors]
 
 
-def scrape(
-    survivors: Sequence[Candidate],
-    known: Mapping[PageKey, Page],
-    settings: Settings,
-    on_page: Callable[[int, int], None] | None = None,
-    elsewhere: Mapping[str, Page] | None = None,
-    deadline: float | None = None,
-) -> dict[PageKey, Page]:
-    """Return a Page for every survivor's (org, page key): reused when known, else fetched.
-
-    ``elsewhere`` maps page keys to copies another org stored: the request then carries
-    their ETag / Last-Modified, and a 304 reuses that copy's Markdown. Fetches not done at
-    ``deadline`` (``time.monotonic()``) are cancelled and their keys left out of the
-    result: neither fetched nor failed (the conductor leaves their feeds for the next
-    run)."""
+def plan_pages(
+    survivors: Sequence[Candidate], known: Mapping[PageKey, Page], settings: Settings
+) -> tuple[dict[PageKey, Page], dict[PageKey, str]]:
+    """Which survivors' pages need a request: returns the pages settled without one (a
+    page the org already holds, reused; refingerprinted when its prose settings changed;
+    an unresolved redirect link, skipped) and the URLs to fetch by (org, page key), one
+    request per page key even when several survivors share it."""
     pages: dict[PageKey, Page] = {}
     to_fetch: dict[PageKey, str] = {}
     for candidate in survivors:
@@ -85,78 +75,24 @@ def scrape(
             )
         else:
             to_fetch[key] = candidate.entry.url
-    fetched = asyncio.run(_fetch_pages(to_fetch, settings, on_page, elsewhere or {}, deadline))
-    pages.update(fetched)
-    return pages
+    return pages, to_fetch
 
 
-async def _fetch_pages(
-    targets: Mapping[PageKey, str],
-    settings: Settings,
-    on_page: Callable[[int, int], None] | None,
-    elsewhere: Mapping[str, Page],
-    deadline: float | None = None,
-) -> dict[PageKey, Page]:
-    done = 0
+@dataclass(frozen=True)
+class PageReduction:
+    """How a fetched page is reduced (``feedmd.sources.pages.PageReducer``): trafilatura
+    -> Markdown -> prose -> digest under ``settings``."""
 
-    async with Fetcher(settings) as fetcher:
+    settings: Settings
+    extractor: str = EXTRACTOR
 
-        async def one(key: PageKey) -> tuple[PageKey, Page]:
-            nonlocal done
-            page = await fetch_page(fetcher, key, targets[key], settings, elsewhere.get(key[1]))
-            done += 1
-            if on_page is not None:
-                on_page(done, len(targets))
-            return key, page
+    def extract(self, base: Page, body: bytes) -> Page:
+        """A fresh HTML body reduced (``extract_page``)."""
+        return extract_page(base, body, self.settings)
 
-        if deadline is None:
-            return dict(await asyncio.gather(*(one(key) for key in targets)))
-        tasks = [asyncio.create_task(one(key)) for key in targets]
-        if not tasks:
-            return {}
-        finished, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
-        return dict(task.result() for task in tasks if task in finished)
-
-
-async def fetch_page(
-    fetcher: Fetcher, key: PageKey, url: str, settings: Settings, cached: Page | None = None
-) -> Page:
-    """Fetch one page and reduce it; failures become a failed Page with a reason. With a
-    ``cached`` copy the request is conditional, and a 304 reuses the copy's Markdown."""
-    org, page_key = key
-    base = Page(url_hash=page_key, url=url, org=org, status="failed", extractor=EXTRACTOR)
-    headers = {}
-    if cached is not None and cached.etag:
-        headers["If-None-Match"] = cached.etag
-    if cached is not None and cached.last_modified:
-        headers["If-Modified-Since"] = cached.last_modified
-    try:
-        response = await fetcher.get(url, headers)
-    except FetchError as exc:
-        return replace(base, error=f"scrape failed: {exc}")
-    if response.status == 304 and cached is not None:
-        copy = replace(
-            cached, org=org, url=url, status="ok", body_id=None, stale=False, http_status=304
-        )
-        return fingerprint(copy, settings) if copy.content_type in HTML_TYPES else copy
-    base = replace(
-        base,
-        http_status=response.status,
-        content_type=response.content_type,
-        etag=response.headers.get("etag"),
-        last_modified=response.headers.get("last-modified"),
-    )
-    if response.status >= 400:
-        return replace(base, error=f"scrape failed: HTTP {response.status}")
-    if response.content_type not in HTML_TYPES:
-        return replace(
-            base, status="not-html", no_digest_reason=f"not HTML: {response.content_type}"
-        )
-    # trafilatura is CPU work: off the event loop, so other requests' deadlines keep running
-    return await asyncio.to_thread(extract_page, base, response.body, settings)
+    def revalidated(self, copy: Page) -> Page:
+        """A known copy confirmed by a 304: its stored Markdown fingerprinted again."""
+        return fingerprint(copy, self.settings)
 
 
 def extract_page(base: Page, body: bytes, settings: Settings) -> Page:

@@ -33,13 +33,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from feedmd.fingerprints import cjk
+from feedmd.fingerprints.headlines import (
+    Headline,
+    HeadlineMatch,
+    normalize_headline,
+)
+from feedmd.fingerprints.subject_gate import CasingStats, subject_gate
+from feedmd.fingerprints.title_index import TitleIndex
+from feedmd.fingerprints.urls import normalize_url, publisher_host, url_hash
 from feedmd.models import Candidate, Decision, Entry, Match, Stage1Result, WindowSnapshot
 from feedmd.settings import Settings
-from feedmd.stages import cjk
-from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, normalize_headline
-from feedmd.stages.subject_gate import CasingStats, subject_gate
-from feedmd.stages.title_index import TitleIndex
-from feedmd.stages.urls import normalize_url, publisher_host, url_hash
 
 # Matches blocked by the subject gate kept as evidence on the item that stays.
 MAX_BLOCKED_EVIDENCE = 5
@@ -284,28 +288,6 @@ def _exact_repeat(
                 {**common, "where": _where(matched), "normalized_url": candidate.url},
             )
     return None
-
-
-def gated_match(
-    title: str,
-    tokens: Sequence[str],
-    headline: Headline,
-    other_title: str,
-    other_tokens: Sequence[str],
-    other_headline: Headline,
-    settings: Settings,
-    casing: CasingStats,
-) -> tuple[HeadlineMatch | None, str | None]:
-    """The headline matcher of stage 1 on one pair: seed 003's rules, then the subject gate.
-    Returns the match (None when the rules do not match or the gate blocks) and the gate's
-    reason when it blocked a match."""
-    found = match_headlines(headline, other_headline, settings)
-    if found is None or not settings.subject_gate:
-        return found, None
-    reason = subject_gate(
-        title, tokens, other_title, other_tokens, casing, settings.subject_max_tokens
-    )
-    return (None, reason) if reason is not None else (found, None)
 
 
 def _is_recurring_title(

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from feedmd.fingerprints.shingles import ShingleIndex, reaches, unpack
+from feedmd.fingerprints.tlsh_index import TlshIndex
 from feedmd.models import Candidate, Decision, Match, Page, Stage1Result, WindowSnapshot
 from feedmd.settings import Settings
-from feedmd.stages.bodies import ShingleIndex, reaches, unpack
 from feedmd.stages.stage1 import scope_key
-from feedmd.stages.tlsh_index import TlshIndex
 
 
 @dataclass(frozen=True)

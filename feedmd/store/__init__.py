@@ -26,42 +26,74 @@ private to the package; every other module sees plain data (``feedmd.models``)::
                 bulk_load.py its staged key rows, sorted in on both cores
 
 A change to the schema is one migration plus a change inside this folder.
+
+The package is the store's interface: the rest of feedmd imports ``feedmd.store`` (the
+``Store`` facade, ``open_store`` / ``connect_store`` and the plain rows and helpers listed
+in ``__all__``), never a module inside it (tests/test_layers.py checks).
+
+May import: ``feedmd.models``, ``feedmd.fingerprints``, ``feedmd.settings`` and the base
+modules (errors, timeutil, ids, resources); nothing above (stages, sources, events,
+delivery, pipeline, ...).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from feedmd.store.audit import Audit
+from feedmd.store.audit import OVERRIDE_RULE, Audit, ItemRow, Override, RunRow
 from feedmd.store.claims import ClaimRow, Claims, OrgClaim
+from feedmd.store.copy import copy_store, table_counts
 from feedmd.store.dialect import POSTGRESQL, backend_of, sqlite_path
 from feedmd.store.dialect import redact as display_database
-from feedmd.store.event_pending import EventPending
+from feedmd.store.event_pending import EventPending, PendingItem
 from feedmd.store.event_seed import EventSeeding
-from feedmd.store.events import Events
-from feedmd.store.history import History
+from feedmd.store.events import EventMember, EventOverride, EventRow, Events, Ref
+from feedmd.store.history import History, Outcome, StoredRun, copy_database
 from feedmd.store.leases import LeaseHolder, Leases, RunLease
-from feedmd.store.outputs import AlsoPublished, Outputs
-from feedmd.store.queue import Queue
+from feedmd.store.outputs import AlsoPublished, FeedRow, OutputItem, Outputs, hash_token
+from feedmd.store.queue import EndpointSpec, PendingDelivery, Queue
 from feedmd.store.retries import Retries
 from feedmd.store.runs import RunWrites, StoredItems
-from feedmd.store.schema import Migration, connect, has_table, open_database
+from feedmd.store.schema import Migration, available_migrations, connect, has_table, open_database
 from feedmd.store.seed import Seeding, SeedItem
 from feedmd.store.window import WindowReads
 
 __all__ = [
+    "OVERRIDE_RULE",
+    "POSTGRESQL",
     "AlsoPublished",
     "ClaimRow",
+    "EndpointSpec",
+    "EventMember",
+    "EventOverride",
+    "EventRow",
+    "FeedRow",
+    "ItemRow",
     "LeaseHolder",
     "OrgClaim",
+    "Outcome",
+    "OutputItem",
+    "Override",
+    "PendingDelivery",
+    "PendingItem",
+    "Ref",
     "RunLease",
+    "RunRow",
     "SeedItem",
     "Store",
     "StoredItems",
+    "StoredRun",
+    "available_migrations",
+    "backend_of",
+    "connect",
     "connect_store",
+    "copy_database",
+    "copy_store",
     "database_exists",
     "display_database",
+    "hash_token",
     "open_store",
+    "table_counts",
 ]
 
 

@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from feedmd.fingerprints.shingles import sample_keys
+from feedmd.fingerprints.tlsh_scan import scan
+from feedmd.fingerprints.urls import publisher_host
 from feedmd.models import Candidate, Page, StoredBody, WindowAggregates, WindowSnapshot
 from feedmd.settings import Settings
-from feedmd.stages.bodies import sample_keys
-from feedmd.stages.tlsh_scan import scan
-from feedmd.stages.urls import publisher_host
 from feedmd.store import digest_packs
 from feedmd.store.candidates import _feed_ids, _marks, _org_ids
 from feedmd.store.schema import Connection, chunks

@@ -33,6 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
+from feedmd.fingerprints import cjk
+from feedmd.fingerprints.headlines import Headline, as_fraction, match_headlines, normalize_headline
+from feedmd.fingerprints.title_index import TitleIndex
+from feedmd.fingerprints.urls import normalize_url, publisher_host, url_hash
 from feedmd.models import (
     Entry,
     StoredHeadline,
@@ -40,10 +44,6 @@ from feedmd.models import (
     WindowSnapshot,
 )
 from feedmd.settings import Settings
-from feedmd.stages import cjk
-from feedmd.stages.headlines import Headline, as_fraction, match_headlines, normalize_headline
-from feedmd.stages.title_index import TitleIndex
-from feedmd.stages.urls import normalize_url, publisher_host, url_hash
 from feedmd.store import title_pairs
 from feedmd.store.keys import (
     CAPITAL,

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from feedmd.stages.tlsh_scan import DigestColumns
+from feedmd.fingerprints.tlsh_scan import DigestColumns
 from feedmd.store import range_packs
 from feedmd.store.range_packs import PackKind
 from feedmd.store.schema import Connection, has_table

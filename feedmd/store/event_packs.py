@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from feedmd.events.scan import BLOCK_ROWS, StoredBlock, block_of
-from feedmd.events.vectors import split_stored
+from feedmd.fingerprints.vector_scan import BLOCK_ROWS, StoredBlock, block_of
+from feedmd.fingerprints.vectors import split_stored
 from feedmd.store import range_packs
 from feedmd.store.range_packs import PackKind
 from feedmd.store.schema import Connection

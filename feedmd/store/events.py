@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from feedmd.errors import OverrideError
-from feedmd.events.grouper import Neighbour
-from feedmd.events.scan import StoredBlock, scan_blocks
+from feedmd.fingerprints.vector_scan import StoredBlock, scan_blocks
+from feedmd.models import Neighbour
 from feedmd.store import event_packs
 from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import FeedConfig
 from feedmd.models import Entry, Page
+from feedmd.settings.config import FeedConfig
 from feedmd.store.dialect import POSTGRESQL, backend_of
 from feedmd.store.schema import Connected
 from feedmd.timeutil import parse_iso

@@ -28,10 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from feedmd.stages import cjk
-from feedmd.stages.bodies import sample_keys
-from feedmd.stages.subject_gate import casing_counts
-from feedmd.stages.tlsh_index import decode_digest
+from feedmd.fingerprints import cjk
+from feedmd.fingerprints.shingles import sample_keys
+from feedmd.fingerprints.subject_gate import casing_counts
+from feedmd.fingerprints.tlsh_index import decode_digest
 from feedmd.store import digest_packs, title_pairs
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.schema import Connection, chunks, has_table, to_unsigned64

@@ -318,7 +318,7 @@ class Outputs(Connected):
             )
             return cursor.rowcount > 0
 
-    # ---- the LLM bundle and the digest (feedmd/exports) ------------------------------------
+    # ---- the LLM bundle and the digest (feedmd/delivery/exports) -----------------------
 
     def visible_items(
         self,

@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from feedmd.models import Candidate, Decision, Entry
-from feedmd.stages.retry import DueRetry, RetryBatch
+from feedmd.models import Candidate, Decision, DueRetry, Entry, RetryBatch
 from feedmd.store.runs import _item_refs
 from feedmd.store.schema import Connected, Connection, chunks, transaction
 from feedmd.timeutil import iso, parse_iso

@@ -6,24 +6,34 @@ half-stored batch, no feed whose ETag says "seen" while its entries were lost.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from feedmd.config import Config
 from feedmd.errors import ConfigError
-from feedmd.models import Candidate, Decision, FeedResult, LinkResolution, Page, Stage1Result
+from feedmd.fingerprints.urls import host_of
+from feedmd.models import (
+    Candidate,
+    Decision,
+    FeedResult,
+    LinkResolution,
+    Page,
+    RetryBatch,
+    Stage1Result,
+)
 from feedmd.settings import Settings
-from feedmd.stages import retry
-from feedmd.stages.prose import prose_settings_version
-from feedmd.stages.retry import RetryBatch
-from feedmd.stages.urls import host_of
+from feedmd.settings.bodies import prose_settings_version
+from feedmd.settings.config import Config
 from feedmd.store.event_pending import MODEL_FAILED, add_pending, resolve_pending
 from feedmd.store.events import EventRow, write_events
 from feedmd.store.keys import add_item_keys, bodies_changing, sync_dirty
 from feedmd.store.schema import Connected, Connection, inserted_id, to_signed64, transaction
 from feedmd.timeutil import iso
+
+# How long after its n-th failed fetch in a row a feed polled every p minutes is due again:
+# the retry policy's (``feedmd.stages.retry.feed_due_after_error``), given by the caller.
+FeedRetryAfter = Callable[[int, float], timedelta]
 
 
 @dataclass(frozen=True)
@@ -140,12 +150,15 @@ class RunWrites(Connected):
         stage2: Mapping[str, Decision],
         settings: Settings,
         now: datetime,
+        feed_retry_after: FeedRetryAfter,
         retries: RetryBatch | None = None,
         events: Sequence[EventRow] = (),
         event_pending: Sequence[str] = (),
         events_resolved: Sequence[int] = (),
     ) -> StoredItems:
-        """Write the run's feeds state, bodies and items in one transaction; with
+        """Write the run's feeds state, bodies and items in one transaction (a feed whose
+        fetch failed is due again after ``feed_retry_after(failures in a row, its poll
+        minutes)``, the retry policy's answer); with
         ``retries``, also the attempts and the recovered items' decisions (``stage2`` then
         holds the decisions of the items fetched again, by their entry keys); with
         ``events``, the kept items' event decisions (``feedmd/store/events.py``; rows keyed
@@ -159,7 +172,7 @@ class RunWrites(Connected):
         expired = 0
         with transaction(self._db) as conn:
             for result in feeds:
-                self._update_feed(conn, result, now, settings)
+                self._update_feed(conn, result, now, feed_retry_after)
             body_ids = {
                 key: self._upsert_body(conn, page, version, now)
                 for key, page in pages.items()
@@ -228,7 +241,7 @@ class RunWrites(Connected):
                         ),
                     )
             if retries is not None:
-                again = {c.key: c for c in retry.candidates(retries.due)}
+                again = {c.key: c for c in retries.candidates}
                 recovered, expired = self._write_retries(  # type: ignore[attr-defined]
                     conn, run_id, retries, stage2, again, ids, body_ids, now
                 )
@@ -241,7 +254,7 @@ class RunWrites(Connected):
         return StoredItems(ids=ids, kept=kept, retries_expired=expired)
 
     def _update_feed(
-        self, conn: Connection, result: FeedResult, now: datetime, settings: Settings
+        self, conn: Connection, result: FeedResult, now: datetime, retry_after: FeedRetryAfter
     ) -> None:
         if result.status == "deferred":
             return  # left for the next run: its fetch state stays as it was
@@ -251,7 +264,7 @@ class RunWrites(Connected):
                 "SELECT error_streak, poll_minutes FROM feeds WHERE name = ?", (result.feed,)
             ).fetchone()
             streak = (row[0] if row else 0) + 1
-            due = now + retry.feed_due_after_error(streak, row[1] if row else 0, settings)
+            due = now + retry_after(streak, row[1] if row else 0)
             conn.execute(
                 "UPDATE feeds SET last_fetched_at = ?, last_status = 'error',"
                 " last_http_status = ?, last_error = ?, error_streak = ?, next_due_at = ?"

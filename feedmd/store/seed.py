@@ -14,7 +14,7 @@ from pathlib import Path
 
 from feedmd.models import Candidate, Page
 from feedmd.settings import Settings
-from feedmd.stages.prose import prose_settings_version
+from feedmd.settings.bodies import prose_settings_version
 from feedmd.store import bulk_load, digest_packs
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.keys import add_item_keys, item_key_rows, keys_dirty

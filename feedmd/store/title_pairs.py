@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import combinations
 
+from feedmd.fingerprints.headlines import Headline
+from feedmd.fingerprints.title_index import TitleIndex
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline
-from feedmd.stages.title_index import TitleIndex
 from feedmd.store.schema import Connection, chunks, to_unsigned64
 
 # The frozen rule of the stored prefixes: ceil(3n/5) shared tokens (Jaccard 0.6, the

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
+from feedmd.fingerprints.urls import host_of, publisher_host
 from feedmd.models import (
     Candidate,
     Entry,
@@ -17,8 +18,7 @@ from feedmd.models import (
     WindowSnapshot,
 )
 from feedmd.settings import Settings
-from feedmd.stages.prose import prose_settings_version
-from feedmd.stages.urls import host_of, publisher_host
+from feedmd.settings.bodies import prose_settings_version
 from feedmd.store import digest_packs
 from feedmd.store.body_candidates import body_candidates
 from feedmd.store.candidates import candidate_snapshot, needs_whole_window

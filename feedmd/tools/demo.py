@@ -16,16 +16,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Config, OutputConfig, load_config
+from feedmd.delivery.webhooks import redact, send_all_kept
 from feedmd.errors import ConfigError
-from feedmd.fixture_server import FixtureServer
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.resources import data_dir
-from feedmd.store import connect_store, database_exists, display_database, open_store
-from feedmd.store.dialect import POSTGRESQL, backend_of
+from feedmd.settings.config import Config, OutputConfig, load_config
+from feedmd.store import (
+    POSTGRESQL,
+    backend_of,
+    connect_store,
+    database_exists,
+    display_database,
+    open_store,
+)
 from feedmd.timeutil import parse_iso
-from feedmd.webhooks import redact, send_all_kept
+from feedmd.tools.fixture_server import FixtureServer
 
 DEMO_CONFIG = "demo.toml"
 # Marks an --out folder as the demo's, so the demo never deletes a database it did not make.

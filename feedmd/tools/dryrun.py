@@ -15,11 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Config, OutputConfig
 from feedmd.pipeline import run
 from feedmd.report import RunReport
-from feedmd.store import database_exists, open_store
-from feedmd.store.history import copy_database
+from feedmd.settings.config import Config, OutputConfig
+from feedmd.store import copy_database, database_exists, open_store
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from feedmd.fingerprints.urls import url_hash
 from feedmd.ids import parse_id
-from feedmd.stages.urls import url_hash
 from feedmd.store import Store
 
 # How much of a list of evidence (shared tokens, blocked matches) the text shows.

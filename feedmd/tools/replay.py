@@ -28,14 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from feedmd import pipeline
-from feedmd.config import Config
 from feedmd.models import Candidate, Entry, Page
-from feedmd.setting_values import settings_from_record
 from feedmd.settings import Settings
-from feedmd.stages import scrape
-from feedmd.store import Store, connect_store, open_store
-from feedmd.store.audit import OVERRIDE_RULE
-from feedmd.store.history import Outcome, StoredRun
+from feedmd.settings.config import Config
+from feedmd.settings.values import settings_from_record
+from feedmd.stages import retry, scrape
+from feedmd.store import OVERRIDE_RULE, Outcome, Store, StoredRun, connect_store, open_store
 
 NOT_SCRAPED = "replay: this page was never scraped (stage 1 dropped it in the original run)"
 
@@ -137,7 +135,7 @@ def _replay_run(
     first, pages = pipeline.scrape_step(store, entries, window, first, settings, now, source)
     bodies = store.body_snapshot(first.survivors, pages, settings, now)
     final = pipeline.decide_bodies(first, pages, bodies, settings, now)
-    store.persist(run_id, [], first, pages, final, settings, now)
+    store.persist(run_id, [], first, pages, final, settings, now, retry.feed_retry_after(settings))
 
 
 def _stored_page_source(

@@ -14,8 +14,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from feedmd.cli import main
-from feedmd.config import load_config
+from feedmd.cli.main import main
+from feedmd.settings.config import load_config
 
 
 @pytest.fixture

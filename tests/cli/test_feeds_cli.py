@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, rss, story
 
-from feedmd.cli import main
-from feedmd.config import load_config
+from feedmd.cli.main import main
+from feedmd.settings.config import load_config
 
 MINE = """\
 # my feeds, hand-written

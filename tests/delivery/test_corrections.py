@@ -1,6 +1,6 @@
 """Review corrections reach every webhook endpoint, per-item and batch, once per state
 change (issue 14): real runs, real overrides, real receivers on 127.0.0.1 that verify every
-signature (tests/test_webhooks.py's ``Receiver``)."""
+signature (tests/delivery/test_webhooks.py's ``Receiver``)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, story
-from test_webhooks import FAST, SECRET_ENV, Receiver
+from loopback import FAST, SECRET_ENV, Receiver
 
-from feedmd import overrides, webhooks
-from feedmd.config import WebhookConfig
-from feedmd.corrections import enqueue_correction
+from feedmd.delivery import overrides, webhooks
+from feedmd.delivery.corrections import enqueue_correction
 from feedmd.pipeline import run
+from feedmd.settings.config import WebhookConfig
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 

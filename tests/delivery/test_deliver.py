@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO, FeedItemSpec, Site, article_html, at, make_config, rss, story
 
-from feedmd import render
-from feedmd.cli_delivery import export_command
+from feedmd.cli.delivery import export_command
+from feedmd.delivery import render
 from feedmd.pipeline import run
 from feedmd.store import Store
 from feedmd.store.outputs import FeedRow

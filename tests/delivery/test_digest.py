@@ -1,6 +1,6 @@
 """`feedmd export --format html|digest-markdown`: the newsletter digest on the demo store.
 
-The demo store is built once for the module (tests/test_exports.py's fixtures) and copied
+The demo store is built once for the module (tests/delivery/test_exports.py's fixtures) and copied
 per test; expected stories are counted straight from the SQLite file.
 """
 
@@ -12,18 +12,17 @@ from pathlib import Path
 
 import pytest
 from conftest import DemoStores
-from test_exports import export, query
-from test_review import copy_db, item_id
+from stores import copy_db, export, item_id, query
 
-from feedmd import overrides
+from feedmd.delivery import overrides
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 
 
 @pytest.fixture(scope="module")
 def demo_db(demo_stores: DemoStores) -> Path:
-    # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
-    # has the one-entry-per-event exports)
+    # events off: these tests count one export entry per kept item
+    # (tests/delivery/test_events_outputs.py has the one-entry-per-event exports)
     return demo_stores.copy(events=False)
 
 
@@ -153,7 +152,7 @@ def test_since_digest_after_a_review_correction(db: Path) -> None:
 def test_digest_options_do_not_mix(db: Path) -> None:
     from click.testing import CliRunner
 
-    from feedmd.cli import main
+    from feedmd.cli.main import main
 
     runner = CliRunner()
     for args in (
@@ -166,7 +165,7 @@ def test_digest_options_do_not_mix(db: Path) -> None:
 
 
 def test_leads_are_plain_text_and_markdown_is_escaped(db: Path) -> None:
-    from feedmd.exports.digest import markdown_text, markdown_url, plain_text
+    from feedmd.delivery.exports.digest import markdown_text, markdown_url, plain_text
 
     assert plain_text("A **bold** [link](http://x) and\nmore `code`") == (
         "A bold link and more code"

@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from conftest import REPO, DemoStores
 from playwright.sync_api import Browser
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
 
 def test_the_digest_in_a_real_browser(
     tmp_path: Path, browser: Browser, demo_stores: DemoStores
 ) -> None:
-    # events off: one story per kept item (tests/test_events_outputs.py folds events)
+    # events off: one story per kept item (tests/delivery/test_events_outputs.py folds events)
     database = demo_stores.copy(events=False)
     digest = tmp_path / "digest.html"
     result = CliRunner().invoke(

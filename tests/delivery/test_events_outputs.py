@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 from conftest import FeedItemSpec, Site, article_html, at, fixture_bodies, rss
-from test_serve import serving
+from loopback import serving
 
-from feedmd import overrides
-from feedmd.config import Config, FeedConfig, OutputConfig
+from feedmd.delivery import overrides
+from feedmd.delivery.exports.export import Request, render_document, select
 from feedmd.errors import OverrideError
-from feedmd.exports.export import Request, render_document, select
 from feedmd.pipeline import run
-from feedmd.server import create_app
+from feedmd.service.server import create_app
 from feedmd.settings import Settings
+from feedmd.settings.config import Config, FeedConfig, OutputConfig
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 

@@ -1,7 +1,7 @@
 """`feedmd export --format jsonl|markdown` (the LLM bundle) and its cursor, on the demo store.
 
 The store is the demo's (the real pipeline on the fixture news day), built once for the
-module and copied per test; corrections go through ``feedmd.overrides`` as the review page
+module and copied per test; corrections go through ``feedmd.delivery.overrides`` as the review page
 does. Expected items are read straight from the SQLite file, not through the code under
 test.
 """
@@ -27,15 +27,15 @@ from conftest import (
     rss,
     story,
 )
-from test_review import copy_db, item_id
+from stores import copy_db, export, item_id, query
 
-from feedmd import overrides
-from feedmd.cli import main
-from feedmd.exports import cursor
-from feedmd.exports.text import detect_language, estimate_tokens
+from feedmd.cli.main import main
+from feedmd.delivery import overrides
+from feedmd.delivery.exports import cursor
+from feedmd.delivery.exports.text import detect_language, estimate_tokens
 from feedmd.pipeline import run
 from feedmd.store import Store, open_store
-from feedmd.store.schema import available_migrations, connect
+from feedmd.store.schema import available_migrations
 from feedmd.timeutil import utcnow
 
 pytestmark = pytest.mark.both_backends
@@ -43,8 +43,8 @@ pytestmark = pytest.mark.both_backends
 
 @pytest.fixture(scope="module")
 def demo_db(demo_stores: DemoStores) -> Path:
-    # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
-    # has the one-entry-per-event exports)
+    # events off: these tests count one export entry per kept item
+    # (tests/delivery/test_events_outputs.py has the one-entry-per-event exports)
     return demo_stores.copy(events=False)
 
 
@@ -52,23 +52,6 @@ def demo_db(demo_stores: DemoStores) -> Path:
 def db(demo_db: Path, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """A private copy of the demo store on the test's backend."""
     return copy_of(request, backend, demo_db, tmp_path / "feedmd.db")
-
-
-def query(db: Path | str, sql: str, *params: object) -> list[tuple[object, ...]]:
-    store = connect(db)
-    try:
-        return [tuple(row) for row in store.conn.execute(sql, params).fetchall()]
-    finally:
-        store.close()
-
-
-def export(db: Path | str, *args: str) -> tuple[str, str]:
-    """(stdout, the cursor printed on stderr) of a successful `feedmd export`."""
-    result = CliRunner().invoke(main, ["export", "--db", str(db), *args])
-    assert result.exit_code == 0, result.output + result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("cursor: ")]
-    assert len(lines) == 1, result.stderr
-    return result.stdout, lines[0].removeprefix("cursor: ")
 
 
 def ids_of(jsonl: str) -> list[int]:

@@ -24,12 +24,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import Site, article_html, at, make_config, story
 
-from feedmd import render
-from feedmd.cli_delivery import export_command
-from feedmd.config import OutputConfig
-from feedmd.demo import run_demo
+from feedmd.cli.delivery import export_command
+from feedmd.delivery import render
 from feedmd.pipeline import run
+from feedmd.settings.config import OutputConfig
 from feedmd.store import Store
+from feedmd.tools.demo import run_demo
 
 pytestmark = pytest.mark.both_backends
 

@@ -16,87 +16,26 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, make_config, rss, store_dump, story
-from loopback import LoopbackServer, QuietHandler, verify
+from loopback import FAST, SECRET_ENV, Receiver
 from standardwebhooks.webhooks import Webhook
 
-from feedmd import render, webhooks
-from feedmd.cli_delivery import deliveries_group, export_command
-from feedmd.config import SETTING_FIELDS, Config, WebhookConfig
+from feedmd.cli.delivery import deliveries_group, export_command
+from feedmd.delivery import deliver, render, webhooks
 from feedmd.errors import ConfigError
+from feedmd.models import WebhookCounts
 from feedmd.pipeline import run
-from feedmd.stages import deliver
+from feedmd.settings.config import SETTING_FIELDS, Config, WebhookConfig
 from feedmd.store import Store, connect_store
 from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
 
 pytestmark = pytest.mark.both_backends
-
-SECRET_ENV = "FEEDMD_TEST_WEBHOOK_SECRET"
-FAST = webhooks.WebhookPolicy(timeout_seconds=0.5)
-
-
-class Receiver:
-    """A webhook receiver answering from a plan (an int status, 'hang', 'close',
-    'redirect'), then ``default``; it records every request and whether it verified."""
-
-    def __init__(self, secret: str, plan: list[Any] | None = None, default: Any = 200) -> None:
-        self.secret = secret
-        self.plan = list(plan or [])
-        self.default = default
-        self.seen: list[dict[str, Any]] = []
-        self.release = threading.Event()
-        self._server = LoopbackServer(self._handler())
-
-    @property
-    def url(self) -> str:
-        return f"{self._server.base}/hook?token=abc"
-
-    def stop(self) -> None:
-        self.release.set()
-        self._server.stop()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        receiver = self
-
-        class Handler(QuietHandler):
-            def do_POST(self) -> None:
-                body, headers = self.read_post()
-                receiver.seen.append(
-                    {
-                        "path": self.path,
-                        "id": headers.get("webhook-id"),
-                        "headers": headers,
-                        "body": body,
-                        "valid": verify(receiver.secret, headers, body),
-                    }
-                )
-                action = receiver.plan.pop(0) if receiver.plan else receiver.default
-                if action == "hang":
-                    receiver.release.wait(5)
-                    return
-                if action == "close":
-                    self.close_connection = True
-                    return
-                if action == "redirect":
-                    self.send_response(307)
-                    self.send_header("Location", "/elsewhere")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                payload = b"ok" if action < 300 else b"receiver says no"
-                self.send_response(int(action))
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler
 
 
 @dataclass(frozen=True)
@@ -379,7 +318,7 @@ def test_a_batch_endpoint_gets_one_signed_message_with_all_the_runs_items(
     assert store.batch_items(row.id) == sorted(i.item_id for i in kept)
 
     again = deliver.deliver(store, config, run_id, [i.item_id for i in kept], at(12))
-    assert (int(again), again.webhooks) == (0, deliver.WebhookCounts(0, 0, 0))
+    assert (int(again), again.webhooks) == (0, WebhookCounts(0, 0, 0))
     assert len(receiver.seen) == 3  # queued once per run and endpoint, ever
 
 
@@ -391,7 +330,7 @@ def test_a_batch_is_retried_with_the_same_id_and_body_and_counts_as_endpoint_fai
     hooked = dataclasses.replace(config, webhooks=(batch_hook(receiver),))
     kept = sorted(item.item_id for item in store.kept_items(feed="a"))
     result = deliver.deliver(store, hooked, run_id, kept, at(12))
-    assert result.webhooks == deliver.WebhookCounts(queued=1, delivered=0, failed_attempts=1)
+    assert result.webhooks == WebhookCounts(queued=1, delivered=0, failed_attempts=1)
     assert result == 0 and result.files == 0  # no output folder: still the int it was
     (endpoint,) = store.list_endpoints()
     assert endpoint.batch and endpoint.consecutive_failures == 1 and endpoint.paused_until

@@ -15,11 +15,12 @@ import pytest
 from conftest import Site, at, event_packs_in_step, make_config
 from test_events_run import COUNCIL, POPE_A, POPE_B, events_by_title, one_run
 
-from feedmd import explain, overrides
-from feedmd.config import OutputConfig
+from feedmd.delivery import overrides
 from feedmd.pipeline import run
 from feedmd.report import RunReport
+from feedmd.settings.config import OutputConfig
 from feedmd.store import Store, event_packs
+from feedmd.tools import explain
 
 pytestmark = pytest.mark.both_backends
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import FeedmdError
 from feedmd.events.encoder import (
     DIMENSIONS,

@@ -9,16 +9,15 @@ order; the whole files are measured by the slow tests, which CI runs."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 from conftest import REPO
 
-from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
 from feedmd.settings import Settings
+from feedmd.tools.evaluation.events import evaluate_event_pairs, evaluate_events
 
-FLOORS = tomllib.loads((Path(__file__).parent / "accuracy_floors.toml").read_text("utf-8"))
-MULTILINGUAL = Path(__file__).parent / "events" / "multilingual_pairs.jsonl"
+FLOORS = tomllib.loads((REPO / "tests" / "accuracy_floors.toml").read_text("utf-8"))
+MULTILINGUAL = REPO / "tests" / "events" / "multilingual_pairs.jsonl"
 
 
 def test_event_merges_on_the_subset() -> None:

@@ -2,7 +2,7 @@
 real SQLite store. A run groups two rewrites of one event and keeps other events apart
 (both sides of event_threshold), the vetoes apply, a later run joins the stored window,
 a failed model load keeps the items, events=false never loads the model, explain shows
-the decision. Outputs and the review correction: tests/test_events_outputs.py."""
+the decision. Outputs and the review correction: tests/delivery/test_events_outputs.py."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ from conftest import (
     rss,
 )
 
-from feedmd import explain
 from feedmd.events import E5Encoder, MemoryWindow
 from feedmd.events.grouper import MAX_CANDIDATES
-from feedmd.events.vectors import as_stored
+from feedmd.fingerprints.vectors import as_stored
 from feedmd.pipeline import run
 from feedmd.report import RunReport
 from feedmd.store import Store, event_packs
 from feedmd.store.events import EventScan
+from feedmd.tools import explain
 
 pytestmark = pytest.mark.both_backends
 

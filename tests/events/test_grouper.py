@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from feedmd.events.grouper import EventItem, MemoryWindow, assign_events
-from feedmd.events.vectors import normalise
+from feedmd.fingerprints.vectors import normalise
 from feedmd.settings import Settings
 
 SETTINGS = Settings()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from feedmd.config import load_config
 from feedmd.errors import ConfigError
+from feedmd.settings.config import load_config
 
 FEED = """
 [[orgs]]

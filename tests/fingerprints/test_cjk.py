@@ -7,9 +7,9 @@ import dataclasses
 
 from conftest import at
 
+from feedmd.fingerprints import cjk
 from feedmd.models import Entry, StoredHeadline, WindowSnapshot
 from feedmd.settings import Settings
-from feedmd.stages import cjk
 from feedmd.stages.stage1 import decide
 
 JINCHEON_A = "진천군, 온디바이스 AI 기반 스마트 돌봄 구축 본격 착수"

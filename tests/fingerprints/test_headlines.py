@@ -8,14 +8,14 @@ import random
 
 import pytest
 
-from feedmd.settings import Settings
-from feedmd.stages.headlines import (
+from feedmd.fingerprints.headlines import (
     Headline,
     match_headlines,
     normalize_headline,
     simhash,
     strip_publisher_suffix,
 )
+from feedmd.settings import Settings
 from feedmd.store.schema import to_signed64, to_unsigned64
 
 SETTINGS = Settings()

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedmd import normalize_headline, normalize_url, url_hash
+from feedmd.fingerprints.headlines import Headline, match_headlines
+from feedmd.fingerprints.urls import TRACKING_PARAMETERS, is_tracking_parameter
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline, match_headlines
-from feedmd.stages.urls import TRACKING_PARAMETERS, is_tracking_parameter
 
 label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10)
 hosts = st.builds(

@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 
 from feedmd import normalize_headline
+from feedmd.fingerprints.headlines import Headline
+from feedmd.fingerprints.subject_gate import (
+    CasingStats,
+    alike,
+    gated_match,
+    is_sentence_case,
+    subject_gate,
+)
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline
-from feedmd.stages.stage1 import gated_match
-from feedmd.stages.subject_gate import CasingStats, alike, is_sentence_case, subject_gate
 
 
 def gate(a: str, b: str, casing: CasingStats | None = None) -> str | None:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from feedmd.fingerprints.headlines import Headline, HeadlineMatch, match_headlines, simhash
+from feedmd.fingerprints.title_index import TitleIndex
 from feedmd.settings import Settings
-from feedmd.stages.headlines import Headline, HeadlineMatch, match_headlines, simhash
-from feedmd.stages.title_index import TitleIndex
 
 DEFAULTS = Settings()
 VOCABULARY = ("pope", "leo", "surgery", "lung", "vatican", "hospital", "rome", "growth", "gemelli")

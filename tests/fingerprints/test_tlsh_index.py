@@ -14,7 +14,7 @@ from conftest import EVAL
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from feedmd.stages.tlsh_index import TlshIndex, decode_digest, tlsh_distance
+from feedmd.fingerprints.tlsh_index import TlshIndex, decode_digest, tlsh_distance
 
 THRESHOLDS = (0, 1, 12, 40, 100, 300)
 TRUTH = EVAL / "pages" / "truth.jsonl"

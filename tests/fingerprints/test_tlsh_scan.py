@@ -11,9 +11,9 @@ import pytest
 import tlsh
 from conftest import EVAL
 
-from feedmd.stages import tlsh_scan
-from feedmd.stages.tlsh_index import decode_digest
-from feedmd.stages.tlsh_scan import DigestColumns, distances, scan
+from feedmd.fingerprints import tlsh_scan
+from feedmd.fingerprints.tlsh_index import decode_digest
+from feedmd.fingerprints.tlsh_scan import DigestColumns, distances, scan
 
 TRUTH = EVAL / "pages" / "truth.jsonl"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from feedmd.events.scan import block_scores, blocks_of, query_codes, scan_blocks
-from feedmd.events.vectors import (
+from feedmd.fingerprints.vector_scan import block_scores, blocks_of, query_codes, scan_blocks
+from feedmd.fingerprints.vectors import (
     as_stored,
     normalise,
     split_stored,

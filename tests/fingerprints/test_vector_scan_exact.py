@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from feedmd.events.scan import (
+from feedmd.fingerprints.vector_scan import (
     CHUNK_ROWS,
     SINGLE_THREAD_PRODUCT,
     StoredBlock,
@@ -18,7 +18,7 @@ from feedmd.events.scan import (
     query_codes,
     scan_blocks,
 )
-from feedmd.events.vectors import as_stored, normalise, split_stored, to_stored
+from feedmd.fingerprints.vectors import as_stored, normalise, split_stored, to_stored
 
 Hits = list[list[tuple[int, float]]]
 

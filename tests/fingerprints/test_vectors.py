@@ -8,7 +8,7 @@ import pytest
 
 from feedmd.events.encoder import E5Encoder
 from feedmd.events.grouper import EventItem, MemoryWindow, assign_events
-from feedmd.events.vectors import from_stored, normalise, stack_stored, to_stored
+from feedmd.fingerprints.vectors import from_stored, normalise, stack_stored, to_stored
 from feedmd.settings import Settings
 
 

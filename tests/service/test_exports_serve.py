@@ -11,12 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import DemoStores, copy_of
-from test_exports import export
-from test_review import item_id
-from test_serve import serving
+from loopback import serving
+from stores import export, item_id
 
-from feedmd import overrides
-from feedmd.server import create_app
+from feedmd.delivery import overrides
+from feedmd.service.server import create_app
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 
@@ -25,8 +24,8 @@ pytestmark = pytest.mark.both_backends
 
 @pytest.fixture(scope="module")
 def demo_db(demo_stores: DemoStores) -> Path:
-    # events off: these tests count one export entry per kept item (tests/test_events_outputs.py
-    # has the one-entry-per-event exports)
+    # events off: these tests count one export entry per kept item
+    # (tests/delivery/test_events_outputs.py has the one-entry-per-event exports)
     return demo_stores.copy(events=False)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import DemoStores, copy_of
-from test_serve import serving
+from loopback import serving
+from stores import item_id
 
-from feedmd import overrides
-from feedmd.review import chart, passages, queries
-from feedmd.server import create_app
+from feedmd.delivery import overrides
+from feedmd.service.review import chart, passages, queries
+from feedmd.service.server import create_app
 from feedmd.store import open_store
 from feedmd.store.queue import EndpointSpec
 from feedmd.timeutil import utcnow
@@ -34,27 +34,6 @@ pytestmark = pytest.mark.both_backends
 def demo_db(demo_stores: DemoStores) -> Path:
     """The demo's database (two runs of the fixture day), one copy for the module."""
     return demo_stores.copy()
-
-
-def copy_db(source: Path, target: Path) -> Path:
-    """A private copy of a store (SQLite's backup API: consistent, WAL included)."""
-    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    return target
-
-
-def item_id(db_path: Path | str, publisher: str, title_start: str) -> int:
-    """The id of the demo item of ``publisher`` whose title starts with ``title_start``."""
-    db = open_store(db_path)
-    try:
-        row = db._conn.execute(
-            "SELECT id FROM items WHERE publisher = ? AND title_raw LIKE ?",
-            (publisher, f"{title_start}%"),
-        ).fetchone()
-    finally:
-        db.close()
-    assert row is not None, (publisher, title_start)
-    return int(row[0])
 
 
 @dataclass

@@ -21,11 +21,11 @@ import shutil
 from pathlib import Path
 
 from conftest import REPO, DemoStores
+from loopback import serving
 from playwright.sync_api import Browser, Page
-from test_review import item_id
-from test_serve import serving
+from stores import item_id
 
-from feedmd.server import create_app
+from feedmd.service.server import create_app
 from feedmd.store import open_store
 from feedmd.timeutil import utcnow
 

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ import feedparser
 import httpx
 import jsonschema
 import pytest
-import uvicorn
 from click.testing import CliRunner
 from conftest import (
     REPO,
@@ -39,12 +37,13 @@ from conftest import (
     store_dump,
     story,
 )
+from loopback import serving
 
-from feedmd.cli_delivery import tokens_group
-from feedmd.config import FeedConfig
+from feedmd.cli.delivery import tokens_group
 from feedmd.pipeline import run
-from feedmd.scheduler import Scheduler, pipeline_scheduler
-from feedmd.server import create_app
+from feedmd.service.scheduler import Scheduler, pipeline_scheduler
+from feedmd.service.server import create_app
+from feedmd.settings.config import FeedConfig
 from feedmd.store import Store
 from feedmd.timeutil import utcnow
 
@@ -78,27 +77,6 @@ def populate(site: Site, store: Store) -> str:
     token = store.create_token("priv", "test", utcnow())
     assert token is not None
     return token
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[httpx.Client]:
-    """Run ``app`` on uvicorn on a free 127.0.0.1 port; yield a client for it."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        with httpx.Client(base_url=base, timeout=5) as http:
-            yield http
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 @pytest.fixture
@@ -428,7 +406,7 @@ def test_feedmd_serve_runs_the_scheduler_and_serves_with_a_token(
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    command = [sys.executable, "-c", "from feedmd.cli_delivery import serve_command as c; c()"]
+    command = [sys.executable, "-c", "from feedmd.cli.delivery import serve_command as c; c()"]
     args = ["--config", str(config), "--port", str(port), "--tick", "0.2"]
     process = subprocess.Popen(
         [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

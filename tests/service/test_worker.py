@@ -24,17 +24,18 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import REPO
 from worker_site import SECRET_ENV, NewsNetwork, Receiver
 
-from feedmd import webhooks
-from feedmd.fixture_server import FixtureServer
+from feedmd.delivery import webhooks
 from feedmd.settings import Settings
 from feedmd.store import Store, connect_store, database_exists
 from feedmd.timeutil import utcnow
+from feedmd.tools.fixture_server import FixtureServer
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL and SIGTERM are POSIX")
 
-TESTS = Path(__file__).resolve().parent
+TESTS = REPO / "tests"
 # `feedmd worker ARGS` in a child process, with the DIE and PAUSE hooks of
 # tests/kill_hooks.py installed on the Store.
 DRIVER = textwrap.dedent(f"""\
@@ -43,7 +44,7 @@ DRIVER = textwrap.dedent(f"""\
     from kill_hooks import install
     from feedmd.store import Store
     install(Store)
-    from feedmd.cli import main
+    from feedmd.cli.main import main
     main(["worker", *sys.argv[1:]], prog_name="feedmd")
 """)
 

@@ -1,6 +1,6 @@
 """Worker claims on a real store, in-process: which org is claimable, when a claim expires,
 when a dead worker's claim is taken over, and the pure choice of due orgs and feeds.
-On SQLite and on PostgreSQL. (tests/test_worker.py runs real worker processes.)"""
+On SQLite and on PostgreSQL. (tests/service/test_worker.py runs real worker processes.)"""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from feedmd.config import Config, FeedConfig
 from feedmd.models import FeedSpec
+from feedmd.service.worker import due_orgs, feeds_to_run
+from feedmd.settings.config import Config, FeedConfig
 from feedmd.store import OrgClaim, Store, open_store
 from feedmd.store.schema import connect
 from feedmd.timeutil import utcnow
-from feedmd.worker import due_orgs, feeds_to_run
 
 pytestmark = pytest.mark.both_backends
 

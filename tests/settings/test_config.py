@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from feedmd.config import load_config
 from feedmd.errors import ConfigError
 from feedmd.settings import SETTING_FIELDS, Settings
+from feedmd.settings.config import load_config
 from feedmd.store import open_store
 
 FEEDS = """

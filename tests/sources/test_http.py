@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-from feedmd.stages.http import is_retryable, retry_after_seconds
+from feedmd.sources.http import is_retryable, retry_after_seconds
 
 
 def test_retryable_statuses() -> None:

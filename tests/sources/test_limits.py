@@ -21,8 +21,8 @@ from feedmd.errors import FetchError, ResponseTooLarge
 from feedmd.models import FeedSpec
 from feedmd.pipeline import run
 from feedmd.settings import Settings
-from feedmd.stages.fetch import parse_feed
-from feedmd.stages.http import BoundedDecoder, Fetcher
+from feedmd.sources.fetch import parse_feed
+from feedmd.sources.http import BoundedDecoder, Fetcher
 from feedmd.store import Store
 
 NOW = datetime(2026, 10, 12, 12, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from feedmd.stages.links import decode_google_news_id, encode_google_news_id, resolve_offline
+from feedmd.sources.links import decode_google_news_id, encode_google_news_id, resolve_offline
 
 # A real-format old Google News id (CBMi...) for an https publisher URL.
 PUBLISHER = "https://www.reuters.com/world/europe/pope-leo-surgery-2026-10-12/"

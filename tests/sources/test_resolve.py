@@ -12,9 +12,9 @@ import pytest
 from google_double import GoogleDouble, new_style_id
 
 from feedmd.settings import Settings
-from feedmd.stages.http import Fetcher
-from feedmd.stages.links import decode_google_news_id, encode_google_news_id
-from feedmd.stages.resolve import (
+from feedmd.sources.http import Fetcher
+from feedmd.sources.links import decode_google_news_id, encode_google_news_id
+from feedmd.sources.resolve import (
     LinkResolution,
     google_news_id,
     needs_http,

@@ -16,12 +16,12 @@ from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, at, make_config, rss
 from loopback import QuietServer
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import AddressRefused, FetchError
 from feedmd.pipeline import run
-from feedmd.security import address_class, check_url, numeric_host
 from feedmd.settings import Settings
-from feedmd.stages.http import Fetcher
+from feedmd.sources.http import Fetcher
+from feedmd.sources.security import address_class, check_url, numeric_host
 from feedmd.store import Store
 
 REFUSED = {
@@ -144,7 +144,7 @@ def test_connect_time_guard_catches_a_name_the_early_check_cannot(
 ) -> None:
     """A public-looking name that resolves inward (DNS rebinding) is refused at connect
     time, on the address actually resolved."""
-    import feedmd.stages.http as http
+    import feedmd.sources.http as http
 
     async def rebinding(host: str, port: int, timeout: float | None) -> list[str]:
         return ["8.8.8.8", "127.0.0.1"] if host == "news.example.org" else [host]
@@ -159,7 +159,7 @@ def names(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     """A fake resolver (name -> addresses) and a guard that lets the test server's name
     (``publisher.test``, on 127.0.0.1) through, since a test cannot serve from a public
     address; every other name gets the real check on its resolved address."""
-    import feedmd.stages.http as http
+    import feedmd.sources.http as http
 
     table: dict[str, list[str]] = {"publisher.test": ["127.0.0.1"]}
 
@@ -255,8 +255,8 @@ def test_no_secret_is_printed_by_feedmd_settings_or_stored_with_a_run() -> None:
     """Settings named like a secret, and the password of a proxy URL, are never shown by
     `feedmd settings` (text, JSON or the reference table) nor kept in the settings a run
     stores (``Settings.describe``)."""
-    from feedmd.config import load_config
     from feedmd.settings import SETTING_FIELDS
+    from feedmd.settings.config import load_config
 
     secret_like = [n for n in SETTING_FIELDS if any(word in n for word in SECRET_WORDS)]
     env = {
@@ -329,7 +329,7 @@ def proxied(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Setti
     """Settings with ``proxy`` pointing at the real loopback fixture server (a forward
     proxy that records every request). A test cannot run a proxy on a public address, so
     the proxy's own address is let through; every target is checked as in production."""
-    import feedmd.stages.http as http
+    import feedmd.sources.http as http
 
     server = site.start()
     real = http.check_address

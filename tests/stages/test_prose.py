@@ -8,13 +8,8 @@ import dataclasses
 from typing import Any
 
 from feedmd.settings import Settings
-from feedmd.stages.prose import (
-    PROSE_RULE_VERSION,
-    junk_verdict,
-    markdown_to_prose,
-    prose_line,
-    prose_settings_version,
-)
+from feedmd.settings.bodies import PROSE_RULE_VERSION, prose_settings_version
+from feedmd.stages.prose import junk_verdict, markdown_to_prose, prose_line
 
 SETTINGS = Settings()
 TWELVE = "one two three four five six seven eight nine ten eleven twelve"

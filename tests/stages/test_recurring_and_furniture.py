@@ -8,10 +8,10 @@ import dataclasses
 
 from conftest import at, fixture_bodies, story
 
+from feedmd.fingerprints.headlines import normalize_headline, simhash
 from feedmd.models import Entry, Match, Page, StoredBody, StoredHeadline, WindowSnapshot
 from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
-from feedmd.stages.headlines import normalize_headline, simhash
 from feedmd.stages.scrape import fingerprint
 
 SETTINGS = Settings()

@@ -17,11 +17,11 @@ from conftest import (
     story,
 )
 
+from feedmd.fingerprints.shingles import containment, unpack
 from feedmd.models import Entry, Page, StoredBody, WindowSnapshot
 from feedmd.pipeline import run
 from feedmd.settings import Settings
 from feedmd.stages import stage2
-from feedmd.stages.bodies import containment, unpack
 from feedmd.stages.scrape import fingerprint
 from feedmd.stages.stage1 import prepare
 from feedmd.store import Store

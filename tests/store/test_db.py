@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import make_config
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import MigrationError, StoreError
 from feedmd.store import Store
 from feedmd.store.dialect import backend_of

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import at, event_packs_in_step
 
-from feedmd.events.vectors import as_stored, normalise, split_stored, to_stored
+from feedmd.fingerprints.vectors import as_stored, normalise, split_stored, to_stored
 from feedmd.store import Store, event_packs, open_store
 from feedmd.store.schema import available_migrations
 from feedmd.timeutil import iso

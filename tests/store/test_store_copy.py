@@ -12,18 +12,18 @@ from click.testing import CliRunner
 from conftest import DemoStores
 from pg_server import PostgresServer
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import StoreError
-from feedmd.replay import replay
 from feedmd.store import connect_store, open_store
 from feedmd.store.copy import copy_store, table_counts
 from feedmd.store.schema import table_order
+from feedmd.tools.replay import replay
 
 
 @pytest.fixture(scope="module")
 def demo_db(demo_stores: DemoStores) -> Path:
     """The demo's store (two runs of the fixture news day), with a reviewer's override."""
-    from feedmd.overrides import restore
+    from feedmd.delivery.overrides import restore
     from feedmd.timeutil import utcnow
 
     database = demo_stores.copy()

@@ -13,10 +13,10 @@ import pytest
 from conftest import at, fixture_bodies
 
 from feedmd.errors import StoreError
+from feedmd.fingerprints.headlines import normalize_headline
 from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1
-from feedmd.stages.headlines import normalize_headline
 from feedmd.stages.scrape import fingerprint
 from feedmd.store import SeedItem, Store, candidates, digest_packs, open_store, title_pairs
 

@@ -609,7 +609,7 @@ def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
     3 of 4 tokens each (3/5 = 0.6, a match) and 2 of 4 (no); containment of a 5-token
     headline in a 10-token one (5 of 5, a match) and 4 of 5 (0.8 < 0.85, no). Through
     the stored pairs, the rarest tokens and counting every token's postings (every size
-    pair: tests/test_title_pairs.py)."""
+    pair: tests/store/test_title_pairs.py)."""
     monkeypatch.setattr(candidates, "FEW_CANDIDATES", few)
     monkeypatch.setattr(candidates, "PAIRS", pairs)
     settings = dataclasses.replace(Settings(), subject_gate=False, simhash_max_bits=-1)

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from feedmd.cli import main
-from feedmd.config import load_config
-from feedmd.demo import DemoResult, run_demo
+from feedmd.cli.main import main
+from feedmd.settings.config import load_config
 from feedmd.store.schema import connect
+from feedmd.tools.demo import DemoResult, run_demo
 
 SCENARIOS = json.loads((FIXTURES / "expected" / "scenarios.json").read_text())
 FEED_NAMES = {feed.url: feed.name for feed in load_config(FIXTURES / "demo.toml", environ={}).feeds}

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import FeedItemSpec, Site, article_html, at, rss, story
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
 TITLE = "Pope Leo to undergo surgery for small growth on his lung"
 

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import REPO
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
-PAIRS = Path(__file__).parent / "multilingual_pairs.jsonl"
+PAIRS = REPO / "tests" / "events" / "multilingual_pairs.jsonl"
 ROWS = [
     ("1", "Pope Leo to have surgery on Friday, Vatican says", "pope", "2026-10-12T08:00:00Z"),
     ("2", "Pope Leo will undergo surgery, the Vatican announced", "pope", "2026-10-12T08:30:00Z"),

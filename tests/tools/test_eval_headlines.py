@@ -11,15 +11,15 @@ import pytest
 from click.testing import CliRunner
 from conftest import EVAL
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import EvalDataError
-from feedmd.evaluation.headlines import (
+from feedmd.settings import Settings
+from feedmd.tools.evaluation.headlines import (
     LabelledHeadline,
     evaluate_headlines,
     evaluate_pairs,
     score_headlines,
 )
-from feedmd.settings import Settings
 
 
 def row(id_: str, story: str, title: str = "t", minute: int = 0) -> LabelledHeadline:

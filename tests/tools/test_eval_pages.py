@@ -14,8 +14,8 @@ import pytest
 from conftest import EVAL, article_html
 
 from feedmd.errors import EvalDataError, FeedmdError
-from feedmd.evaluation.pages import evaluate_pages, score_page, shingles, summarise
 from feedmd.settings import Settings
+from feedmd.tools.evaluation.pages import evaluate_pages, score_page, shingles, summarise
 
 PAGES = EVAL / "pages"
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import DemoStores
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
 REPRINT_URL = "http://www.circuitdesk.example/news/decart-amazon-report"
 
@@ -74,7 +74,7 @@ def test_by_id_and_unknown_items(demo_db: Path) -> None:
 
 
 def test_long_evidence_is_bounded_in_text_but_complete_in_json(demo_db: Path) -> None:
-    from feedmd.explain import EXCERPT_ITEMS, excerpt
+    from feedmd.tools.explain import EXCERPT_ITEMS, excerpt
 
     values = [f"token{i}" for i in range(EXCERPT_ITEMS + 5)]
     assert excerpt(values).endswith("... 5 more]")

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import FIXTURES, fixture_bodies
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 
 SITE = FIXTURES / "site"
 WIRE = SITE / "www.continentalpress.example/article/amazon-decart-acquisition-talks-b7e4c2.html"

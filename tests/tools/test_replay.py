@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import DemoStores
 
-from feedmd.cli import main
-from feedmd.replay import recorded_settings, replay
+from feedmd.cli.main import main
+from feedmd.tools.replay import recorded_settings, replay
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def _items(db: Path) -> int:
 
 
 def test_a_reviewers_override_stands_in_a_replay(demo_stores: DemoStores) -> None:
-    from feedmd.overrides import restore
+    from feedmd.delivery.overrides import restore
     from feedmd.store import connect_store
     from feedmd.timeutil import utcnow
 

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from conftest import EVAL
 from lxml import html as lxml_html
 
-from feedmd.cli import main
-from feedmd.evaluation.headlines import EvalDataError
-from feedmd.evaluation.reprint_set import (
+from feedmd.cli.main import main
+from feedmd.tools.evaluation.headlines import EvalDataError
+from feedmd.tools.evaluation.reprint_set import (
     DATELINES,
     SIGN_OFFS,
     build_reprint_set,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from feedmd.cli import main
+from feedmd.cli.main import main
 from feedmd.errors import ConfigError
-from feedmd.evaluation.sweep import Sources, parse_grid, points, sweep
 from feedmd.settings import Settings
+from feedmd.tools.evaluation.sweep import Sources, parse_grid, points, sweep
 
 PAIRS = [
     # Jaccard 3/5 = 0.6: same at 0.6, not at 0.7 (4 tokens: containment does not apply)

@@ -9,4 +9,6 @@
 
 Pure: items in, text out. The store reads are ``Store.visible_items`` and
 ``Store.digest_items`` (``feedmd/store/outputs.py``).
+
+May import: what ``feedmd.delivery`` may, and ``delivery.render``.
 """

@@ -16,10 +16,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from feedmd import render
-from feedmd.exports.jsonl import record
-from feedmd.exports.text import estimate_tokens
-from feedmd.store.outputs import OutputItem
+from feedmd.delivery import render
+from feedmd.delivery.exports.jsonl import record
+from feedmd.delivery.exports.text import estimate_tokens
+from feedmd.store import OutputItem
 
 
 @dataclass(frozen=True)

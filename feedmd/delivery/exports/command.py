@@ -1,6 +1,6 @@
 """The options and the output of ``feedmd export``'s LLM and newsletter formats.
 
-``cli_delivery.export_command`` takes these options with one decorator and hands the new
+``feedmd.cli.delivery.export_command`` takes these options with one decorator and hands the new
 formats to ``run_export``, so the command's JSON Feed / Atom path stays as it was.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from feedmd.exports.export import FORMATS, ExportError, Request, render_document, select
+from feedmd.delivery.exports.export import FORMATS, ExportError, Request, render_document, select
 from feedmd.timeutil import utcnow
 
 if TYPE_CHECKING:
@@ -99,8 +99,8 @@ def export_new_format(
 
 def run_export(store: Store, request: Request) -> None:
     """Read the items of ``request`` from ``store``, write them, report the next cursor."""
-    from feedmd.exports import bundle
-    from feedmd.stages.deliver import write_atomically
+    from feedmd.delivery.deliver import write_atomically
+    from feedmd.delivery.exports import bundle
 
     if request.max_tokens and not request.out_dir:
         raise click.UsageError("--max-tokens writes files: give --out-dir DIR")

@@ -8,7 +8,7 @@ merged them), the event's other items (kind 'event', ``exports/events.py``) and 
 stage 2 found similar to it or it to them (a "similar" tier, kept as their own stories
 too).
 
-The templates are Jinja2, shipped in ``feedmd/exports/templates`` and replaceable with
+The templates are Jinja2, shipped in ``feedmd/delivery/exports/templates`` and replaceable with
 ``--template FILE``; they get ``title``, ``period``, ``generated`` and ``stories`` (a list
 of ``Story``). The shipped HTML is email-safe: inline styles only, no script, no external
 stylesheet or image; every value is autoescaped.
@@ -25,7 +25,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, PackageLoader, StrictUndefined
 from markdown_it import MarkdownIt
 
-from feedmd.store.outputs import OutputItem
+from feedmd.store import OutputItem
 from feedmd.timeutil import iso
 
 TEMPLATES = {"html": "digest.html.j2", "markdown": "digest.md.j2"}
@@ -155,7 +155,7 @@ def render_digest(
         loader: FileSystemLoader | PackageLoader = FileSystemLoader(str(path.parent))
         name = path.name
     else:
-        loader, name = PackageLoader("feedmd.exports", "templates"), TEMPLATES[fmt]
+        loader, name = PackageLoader("feedmd.delivery.exports", "templates"), TEMPLATES[fmt]
     env = Environment(
         loader=loader,
         autoescape=fmt == "html",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from feedmd.store.outputs import OutputItem
+from feedmd.store import OutputItem
 
 
 def one_per_event(items: Sequence[OutputItem]) -> list[OutputItem]:

@@ -10,12 +10,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from feedmd.exports import cursor
-from feedmd.exports.events import one_per_event
+from feedmd.delivery.exports import cursor
+from feedmd.delivery.exports.events import one_per_event
 
 if TYPE_CHECKING:
-    from feedmd.store import Store
-    from feedmd.store.outputs import OutputItem
+    from feedmd.store import OutputItem, Store
 
 # The formats handled here, after JSON Feed and Atom; the digests and their template kind.
 FORMATS = ("jsonl", "markdown", "html", "digest-markdown")
@@ -115,7 +114,7 @@ def _select(store: Store, request: Request) -> Selection:
 
 def render_document(request: Request, selection: Selection, generated: datetime) -> bytes:
     """The selection as one document of the request's format (the bundle unsplit)."""
-    from feedmd.exports import bundle, digest, jsonl
+    from feedmd.delivery.exports import bundle, digest, jsonl
 
     if request.fmt == "jsonl":
         return jsonl.jsonl_bytes(selection.items)

@@ -18,9 +18,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from feedmd import render
-from feedmd.exports.text import detect_language, estimate_tokens
-from feedmd.store.outputs import OutputItem
+from feedmd.delivery import render
+from feedmd.delivery.exports.text import detect_language, estimate_tokens
+from feedmd.store import OutputItem
 from feedmd.timeutil import iso
 
 

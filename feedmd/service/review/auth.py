@@ -32,8 +32,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from feedmd.store import Store
-from feedmd.store.outputs import hash_token
+from feedmd.store import Store, hash_token
 
 COOKIE = "feedmd_review_token"
 COOKIE_PATH = "/review"

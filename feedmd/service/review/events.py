@@ -3,7 +3,7 @@
 ``/review/events/{id}``: the kept items of an event (its canonical first, then in
 publication order) with the cosine each joined at, the item it joined and the model; a
 viewer who may correct the org gets a "Not the same event" button per item, which splits
-the item from the event (``feedmd.overrides.split_event``: recorded with who and when, the
+the item from the event (``feedmd.delivery.overrides.split_event``: recorded with who and when, the
 files of the feeds concerned rewritten).
 """
 
@@ -13,11 +13,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from feedmd import overrides
+from feedmd.delivery import overrides
 from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
-from feedmd.review import auth
-from feedmd.review.views import (
+from feedmd.service.review import auth
+from feedmd.service.review.views import (
     ReviewContext,
     _error,
     _hidden,

@@ -7,7 +7,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from feedmd import explain
+from feedmd.tools import explain
 
 
 def number(value: float | None) -> str:

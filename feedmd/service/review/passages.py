@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from feedmd.render import plain_text, render_html
+from feedmd.delivery.render import plain_text, render_html
 
 SHINGLE_WORDS = 5
 WINDOW_WORDS = 220

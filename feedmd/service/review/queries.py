@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from feedmd.store.audit import ItemRow, RunRow
+from feedmd.store import ItemRow, RunRow
 
 __all__ = ["Cluster", "ItemRow", "RunRow", "clusters"]
 

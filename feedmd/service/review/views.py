@@ -25,13 +25,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from feedmd import explain, overrides
+from feedmd.delivery import overrides
 from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
-from feedmd.review import auth, chart, filters, passages, queries
-from feedmd.review.auth import Viewer
+from feedmd.service.review import auth, chart, filters, passages, queries
+from feedmd.service.review.auth import Viewer
 from feedmd.store import Store, connect_store
 from feedmd.timeutil import utcnow
+from feedmd.tools import explain
 
 CSS_PATH = Path(__file__).parent / "static" / "review.css"
 RUNS_SHOWN = 50
@@ -73,7 +74,7 @@ class ReviewContext:
 
 
 _ENV = Environment(
-    loader=PackageLoader("feedmd.review", "templates"),
+    loader=PackageLoader("feedmd.service.review", "templates"),
     autoescape=select_autoescape(["html"]),
     undefined=StrictUndefined,
     trim_blocks=True,

@@ -24,19 +24,19 @@ from typing import Any
 
 import numpy as np
 
-from feedmd.evaluation.headlines import (
+from feedmd.events.encoder import E5Encoder, Encoder
+from feedmd.events.grouper import EventDecision, EventItem, MemoryWindow, assign_events
+from feedmd.events.vetoes import veto
+from feedmd.fingerprints.subject_gate import CasingStats
+from feedmd.fingerprints.vectors import as_stored
+from feedmd.settings import Settings
+from feedmd.timeutil import parse_iso
+from feedmd.tools.evaluation.headlines import (
     LabelledHeadline,
     load_headlines,
     read_jsonl,
     score_headlines,
 )
-from feedmd.events.encoder import E5Encoder, Encoder
-from feedmd.events.grouper import EventDecision, EventItem, MemoryWindow, assign_events
-from feedmd.events.vectors import as_stored
-from feedmd.events.vetoes import veto
-from feedmd.settings import Settings
-from feedmd.stages.subject_gate import CasingStats
-from feedmd.timeutil import parse_iso
 
 _CACHE: dict[tuple[str, str], np.ndarray] = {}
 ENCODE_BATCH = 64

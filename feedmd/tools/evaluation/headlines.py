@@ -23,14 +23,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from feedmd.config import Config, FeedConfig
 from feedmd.errors import EvalDataError
+from feedmd.fingerprints import cjk
+from feedmd.fingerprints.subject_gate import CasingStats, gated_match
 from feedmd.models import Entry
 from feedmd.pipeline import decide_metadata
 from feedmd.settings import Settings
-from feedmd.stages import cjk, stage1
-from feedmd.stages.links import resolve_offline
-from feedmd.stages.subject_gate import CasingStats
+from feedmd.settings.config import Config, FeedConfig
+from feedmd.sources.links import resolve_offline
+from feedmd.stages import retry, stage1
 from feedmd.store import open_store
 from feedmd.timeutil import parse_iso
 
@@ -121,7 +122,9 @@ def replay_headlines(
                 run_id = store.start_run(now, now, settings)
                 # the pipeline's step 2; headlines alone: no pages, no stage 2
                 _window, first = decide_metadata(store, batch, settings, now)
-                store.persist(run_id, [], first, {}, {}, settings, now)
+                store.persist(
+                    run_id, [], first, {}, {}, settings, now, retry.feed_retry_after(settings)
+                )
             outcomes = store.entry_outcomes()
         finally:
             store.close()
@@ -249,7 +252,7 @@ def pair_matches(a: str, b: str, settings: Settings, casing: CasingStats) -> str
             second.grams, second.lead, first.grams, first.lead, stats, settings.cjk_threshold
         )
         return "cjk" if found else None
-    match, _ = stage1.gated_match(
+    match, _ = gated_match(
         b, second.tokens, second.headline, a, first.tokens, first.headline, settings, casing
     )
     return match.rule if match else None

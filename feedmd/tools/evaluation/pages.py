@@ -27,10 +27,10 @@ from typing import Any
 import trafilatura
 
 from feedmd.errors import EvalDataError
-from feedmd.evaluation.headlines import read_jsonl
 from feedmd.models import Page
 from feedmd.settings import Settings
 from feedmd.stages.scrape import EXTRACTOR, extract_page
+from feedmd.tools.evaluation.headlines import read_jsonl
 
 EVAL_ORG = "eval"
 SHINGLE_WORDS = 4

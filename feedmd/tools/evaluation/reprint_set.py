@@ -36,7 +36,7 @@ from pathlib import Path
 from lxml import etree
 from lxml import html as lxml_html
 
-from feedmd.evaluation.headlines import EvalDataError, read_jsonl
+from feedmd.tools.evaluation.headlines import EvalDataError, read_jsonl
 
 # A paragraph shorter than this is a caption, byline or label: too short to locate the body
 # in a layout reliably.

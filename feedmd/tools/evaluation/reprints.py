@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from feedmd.errors import EvalDataError, FetchError
-from feedmd.evaluation.headlines import read_jsonl
+from feedmd.fingerprints.shingles import containment, unpack
 from feedmd.models import Match, Page
 from feedmd.settings import Settings
-from feedmd.stages.bodies import containment, unpack
-from feedmd.stages.http import Fetcher
+from feedmd.sources.http import Fetcher
 from feedmd.stages.prose import junk_verdict
 from feedmd.stages.scrape import extract_page, fingerprint
 from feedmd.stages.stage2 import BodyVerdict, _Scope, judge
+from feedmd.tools.evaluation.headlines import read_jsonl
 
 _BASE = Page(url_hash="", url="", org="", status="failed")
 

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from feedmd.errors import ConfigError
-from feedmd.evaluation.headlines import (
+from feedmd.settings import Settings
+from feedmd.settings.values import coerce_setting
+from feedmd.tools.evaluation.headlines import (
     evaluate_pairs,
     load_headlines,
     replay_headlines,
     score_headlines,
 )
-from feedmd.evaluation.pages import evaluate_pages
-from feedmd.evaluation.reprints import evaluate_reprints
-from feedmd.setting_values import coerce_setting
-from feedmd.settings import Settings
+from feedmd.tools.evaluation.pages import evaluate_pages
+from feedmd.tools.evaluation.reprints import evaluate_reprints
 
 
 def parse_grid(specs: Sequence[str]) -> dict[str, list[Any]]:
@@ -108,7 +108,7 @@ def _evaluate(sources: Sources, settings: Settings, events: bool = False) -> dic
 def _evaluate_events(sources: Sources, settings: Settings) -> dict[str, Any]:
     """The event model on the same labelled files (its vectors are cached per process, so
     each point costs the grouping, not the encoding)."""
-    from feedmd.evaluation.events import evaluate_event_pairs, evaluate_events
+    from feedmd.tools.evaluation.events import evaluate_event_pairs, evaluate_events
 
     result: dict[str, Any] = {}
     if sources.headlines:
