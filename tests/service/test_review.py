@@ -16,12 +16,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import DemoStores, copy_of
+from conftest import DemoStores, copy_of, store_dump
 from loopback import serving
+from starlette.routing import Route
 from stores import item_id
 
 from feedmd.delivery import overrides
 from feedmd.service.review import chart, passages, queries
+from feedmd.service.review.views import SIGN_IN, SIGN_OUT
 from feedmd.service.server import create_app
 from feedmd.store import open_store
 from feedmd.store.queue import EndpointSpec
@@ -328,6 +330,9 @@ def test_retry_makes_a_failed_item_due_like_feedmd_retry(site: Site) -> None:
         "UPDATE item_retries SET next_attempt_at = NULL, given_up = 'test' WHERE item_id = ?",
         failed,
     )
+    anonymous = site.http.get(f"/review/items/{failed}").text
+    assert ">Retry</button>" not in anonymous and "needs one of org newsroom" in anonymous
+    site.sign_in()
     html = site.http.get(f"/review/items/{failed}").text
     assert f'action="/review/items/{failed}/retry"' in html and ">Retry</button>" in html
     answer = site.post(f"/review/items/{failed}/retry", {}, follow_redirects=False)
@@ -490,6 +495,77 @@ def test_out_of_range_ids_are_answered_400_or_404_never_500(site: Site) -> None:
         assert answer.status_code == 400, canonical
     assert site.http.get("/review?notice=merged&item=" + HUGE).status_code == 200
     assert site.query("SELECT COUNT(*) FROM overrides") == [(0,)]
+
+
+def post_routes(app: object) -> list[str]:
+    """The path of every POST route of ``app``, read from its router."""
+    return sorted(
+        route.path
+        for route in app.routes
+        if isinstance(route, Route) and "POST" in (route.methods or ())
+    )
+
+
+def test_every_post_route_needs_a_token_of_the_items_own_org(site: Site) -> None:
+    """Issue 30: "Retry" on a public org's failed item answered 303 to anyone, and to a
+    token of another org. Every state-changing route, taken from the router so that a new
+    one cannot be left out: no token 401, another org's token 403 (404 on a private org:
+    its items are not even shown), a huge id 404, and nothing changes; the org's own token
+    gets through to the correction."""
+    paths = post_routes(create_app(site.db_path))
+    changing = [path for path in paths if path not in (SIGN_IN, SIGN_OUT)]
+    assert {SIGN_IN, SIGN_OUT} <= set(paths)
+    assert {path.rsplit("/", 1)[1] for path in changing} >= {
+        "retry",
+        "not-duplicate",
+        "merge",
+        "not-same-event",
+    }
+    assert all(path.startswith("/review/items/{item_id:int}/") for path in changing)
+    ((failed,),) = site.query("SELECT id FROM items WHERE decision = 'failed' ORDER BY id LIMIT 1")
+    site.query(
+        "UPDATE item_retries SET next_attempt_at = NULL, given_up = 'test' WHERE item_id = ?",
+        failed,
+    )
+    kept = item_id(site.db_path, "Continental Press", "Pope Leo will have surgery")
+    db = open_store(site.db_path)
+    with db._conn:
+        db._conn.execute("INSERT INTO orgs (name, created_at) VALUES ('elsewhere', '2026-10-12')")
+    other = db.create_token("elsewhere", "mallory", utcnow())
+    own = db.create_token("newsroom", "reviewer", utcnow())
+    before = store_dump(db)
+    db.close()
+    form = {"canonical": str(kept)}
+
+    def bearer(token: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"} if token else site.origin
+
+    def send(template: str, item: object, token: str | None) -> httpx.Response:
+        path = template.replace("{item_id:int}", str(item))
+        return site.http.post(path, data=form, headers=bearer(token), follow_redirects=False)
+
+    for template in changing:
+        assert send(template, failed, None).status_code == 401, template
+        assert send(template, failed, other).status_code == 403, template
+        assert send(template, HUGE, own).status_code == 404, template
+        assert send(template, 2**63, own).status_code == 404, template
+    db = open_store(site.db_path)
+    assert store_dump(db) == before
+    db.set_public({name: False for name in ("pope-leo", "markets", "metro")})
+    before = store_dump(db)
+    db.close()
+    for template in changing:
+        assert send(template, failed, None).status_code == 401, template
+        assert send(template, failed, other).status_code == 404, template
+    db = open_store(site.db_path)
+    assert store_dump(db) == before
+    db.close()
+    for template in changing:  # the org's own token reaches the correction itself
+        assert send(template, failed, own).status_code in (303, 400, 409), template
+    ((next_attempt, given_up),) = site.query(
+        "SELECT next_attempt_at, given_up FROM item_retries WHERE item_id = ?", failed
+    )
+    assert next_attempt is not None and given_up is None
 
 
 # ---- the chart -----------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 ``/review/events/{id}``: the kept items of an event (its canonical first, then in
 publication order) with the cosine each joined at, the item it joined and the model; a
 viewer who may correct the org gets a "Not the same event" button per item, which splits
-the item from the event (``feedmd.delivery.overrides.split_event``: recorded with who and when, the
-files of the feeds concerned rewritten).
+the item from the event (``feedmd.delivery.overrides.split_event``: recorded with who and
+when, the files of the feeds concerned rewritten). The split's route is an ``item_route``:
+it needs a token of the item's own org.
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ from feedmd.delivery import overrides
 from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
 from feedmd.service.review import auth
+from feedmd.service.review.auth import Viewer
 from feedmd.service.review.views import (
     ReviewContext,
     _error,
     _hidden,
     _page,
-    _post,
-    _read_only,
     _redirect,
     _store,
     _with_notice,
+    item_route,
 )
+from feedmd.store import ItemRow, Store
 from feedmd.timeutil import utcnow
 
 
@@ -57,28 +59,24 @@ def event_page(context: ReviewContext, request: Request) -> Response:
     )
 
 
-def not_same_event(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
+def not_same_event(
+    context: ReviewContext,
+    request: Request,
+    form: dict[str, str],
+    store: Store,
+    viewer: Viewer,
+    item: ItemRow,
+) -> Response:
     """ "Not the same event": the item leaves its event and opens its own."""
-    item_id = parse_id(request.path_params["item_id"])
-    with _store(context) as store:
-        viewer = auth.viewer_for(store, auth.presented_token(request))
-        found = store.item_rows([item_id]) if item_id is not None else []
-        if not found or item_id is None:
-            return _error(request, viewer, 404, "No such item.")
-        org = found[0].org
-        if not viewer.can_see(org):
-            return _hidden(request, viewer, item_id)
-        if not viewer.can_change(org):
-            return _read_only(request, viewer, org)
-        try:
-            record = overrides.split_event(
-                store, item_id, viewer.who(org), utcnow(), output=context.output
-            )
-        except OverrideError as exc:
-            return _error(request, viewer, 409, str(exc))
-    target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
+    try:
+        record = overrides.split_event(
+            store, item.id, viewer.who(item.org), utcnow(), output=context.output
+        )
+    except OverrideError as exc:
+        return _error(request, viewer, 409, str(exc))
+    target = auth.local_path(form.get("next"), f"/review/items/{item.id}")
     return _redirect(
-        _with_notice(target, notice="split", item=item_id, other=record.previous_event_id)
+        _with_notice(target, notice="split", item=item.id, other=record.previous_event_id)
     )
 
 
@@ -86,9 +84,5 @@ def routes(context: ReviewContext) -> list[Route]:
     """The event routes, bound to ``context``."""
     return [
         Route("/review/events/{event_id:int}", lambda request: event_page(context, request)),
-        Route(
-            "/review/items/{item_id:int}/not-same-event",
-            _post(context, not_same_event),
-            methods=["POST"],
-        ),
+        item_route(context, "not-same-event", not_same_event),
     ]

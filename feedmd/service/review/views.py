@@ -30,11 +30,13 @@ from feedmd.errors import OverrideError
 from feedmd.ids import parse_id
 from feedmd.service.review import auth, chart, filters, passages, queries
 from feedmd.service.review.auth import Viewer
-from feedmd.store import Store, connect_store
+from feedmd.store import ItemRow, Store, connect_store
 from feedmd.timeutil import utcnow
 from feedmd.tools import explain
 
 CSS_PATH = Path(__file__).parent / "static" / "review.css"
+SIGN_IN = "/review/login"
+SIGN_OUT = "/review/logout"
 RUNS_SHOWN = 50
 SEARCH_LIMIT = 50
 MAX_FORM_BYTES = 16_384
@@ -330,71 +332,102 @@ def _post(
     return endpoint
 
 
-def _override(
-    context: ReviewContext, request: Request, form: dict[str, str], kind: str
-) -> Response:
-    item_id = parse_id(request.path_params["item_id"])
-    with _store(context) as store:
-        viewer = auth.viewer_for(store, auth.presented_token(request))
-        found = store.item_rows([item_id]) if item_id is not None else []
-        if not found or item_id is None:
-            return _error(request, viewer, 404, "No such item.")
-        if not viewer.can_see(found[0].org):
-            return _hidden(request, viewer, item_id)
-        if not viewer.can_change(found[0].org):
-            return _read_only(request, viewer, found[0].org)
-        who = viewer.who(found[0].org)
-        try:
-            if kind == "not_duplicate":
-                record = overrides.restore(
-                    store,
-                    item_id,
-                    who,
-                    utcnow(),
-                    retry_hours=context.retry_hours,
-                    output=context.output,
-                )
-                notice = "restored"
-            else:
-                canonical = parse_id(form.get("canonical", ""))
-                if canonical is None:
-                    return _error(request, viewer, 400, "Choose the canonical item to merge into.")
-                record = overrides.merge(
-                    store, item_id, canonical, who, utcnow(), output=context.output
-                )
-                notice = "merged"
-        except OverrideError as exc:
-            return _error(request, viewer, 409, str(exc))
-    target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
-    return _redirect(
-        _with_notice(target, notice=notice, item=record.item_id, other=record.other_item_id)
+# What an item correction does once the viewer is known to hold a token of the item's org:
+# (context, request, form, store, viewer, item) -> the response.
+ItemChange = Callable[[ReviewContext, Request, dict[str, str], Store, Viewer, ItemRow], Response]
+
+
+def _item_change(context: ReviewContext, change: ItemChange) -> Callable[..., Response]:
+    """Wrap a correction of one item (``/review/items/{item_id}/...``): a bounded id (404
+    otherwise), an item that exists and that the viewer may see, and a token of the item's
+    own org, public or not (auth.py); only then ``change``. Every state-changing review
+    route is built with this (``item_route``), so none can skip the check."""
+
+    def action(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
+        item_id = parse_id(request.path_params["item_id"])
+        with _store(context) as store:
+            viewer = auth.viewer_for(store, auth.presented_token(request))
+            found = store.item_rows([item_id]) if item_id is not None else []
+            if not found or item_id is None:
+                return _error(request, viewer, 404, "No such item.")
+            if not viewer.can_see(found[0].org):
+                return _hidden(request, viewer, item_id)
+            if not viewer.can_change(found[0].org):
+                return _read_only(request, viewer, found[0].org)
+            return change(context, request, form, store, viewer, found[0])
+
+    return _post(context, action)
+
+
+def item_route(context: ReviewContext, name: str, change: ItemChange) -> Route:
+    """The POST route ``/review/items/{item_id}/<name>``, guarded by ``_item_change``."""
+    return Route(
+        f"/review/items/{{item_id:int}}/{name}", _item_change(context, change), methods=["POST"]
     )
 
 
-def not_duplicate(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
-    """ "Not a duplicate": restore the item (overrides.restore)."""
-    return _override(context, request, form, "not_duplicate")
-
-
-def merge(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
-    """ "Merge": mark the item a duplicate of the chosen canonical (overrides.merge)."""
-    return _override(context, request, form, "merge")
-
-
-def retry(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
-    """ "Retry": a failed item is due at once (``feedmd retry --item``)."""
-    item_id = int(request.path_params["item_id"])
-    with _store(context) as store:
-        viewer = auth.viewer_for(store, auth.presented_token(request))
-        found = store.item_rows([item_id])
-        if not found:
-            return _error(request, viewer, 404, f"No item {item_id}.")
-        if not viewer.can_see(found[0].org):
-            return _hidden(request, viewer, item_id)
-        if not store.schedule_retries(item_id=item_id):
-            return _error(request, viewer, 409, f"Item {item_id} is not a failed item.")
+def _done(form: dict[str, str], item_id: int, notice: str, other: object = "") -> Response:
+    """The redirect after a correction: back to the form's page (on this site) or the item."""
     target = auth.local_path(form.get("next"), f"/review/items/{item_id}")
-    return _redirect(_with_notice(target, notice="retry", item=item_id))
+    return _redirect(_with_notice(target, notice=notice, item=item_id, other=other))
+
+
+def not_duplicate(
+    context: ReviewContext,
+    request: Request,
+    form: dict[str, str],
+    store: Store,
+    viewer: Viewer,
+    item: ItemRow,
+) -> Response:
+    """ "Not a duplicate": restore the item (overrides.restore)."""
+    try:
+        record = overrides.restore(
+            store,
+            item.id,
+            viewer.who(item.org),
+            utcnow(),
+            retry_hours=context.retry_hours,
+            output=context.output,
+        )
+    except OverrideError as exc:
+        return _error(request, viewer, 409, str(exc))
+    return _done(form, record.item_id, "restored", record.other_item_id)
+
+
+def merge(
+    context: ReviewContext,
+    request: Request,
+    form: dict[str, str],
+    store: Store,
+    viewer: Viewer,
+    item: ItemRow,
+) -> Response:
+    """ "Merge": mark the item a duplicate of the chosen canonical (overrides.merge)."""
+    canonical = parse_id(form.get("canonical", ""))
+    if canonical is None:
+        return _error(request, viewer, 400, "Choose the canonical item to merge into.")
+    try:
+        record = overrides.merge(
+            store, item.id, canonical, viewer.who(item.org), utcnow(), output=context.output
+        )
+    except OverrideError as exc:
+        return _error(request, viewer, 409, str(exc))
+    return _done(form, record.item_id, "merged", record.other_item_id)
+
+
+def retry(
+    _context: ReviewContext,
+    request: Request,
+    form: dict[str, str],
+    store: Store,
+    viewer: Viewer,
+    item: ItemRow,
+) -> Response:
+    """ "Retry": a failed item is due at once (``feedmd retry --item``)."""
+    if not store.schedule_retries(item_id=item.id):
+        return _error(request, viewer, 409, f"Item {item.id} is not a failed item.")
+    return _done(form, item.id, "retry")
 
 
 def login(context: ReviewContext, request: Request, form: dict[str, str]) -> Response:
@@ -439,13 +472,10 @@ def routes(context: ReviewContext) -> list[Route]:
         Route("/review/items/{item_id:int}", bound(item_page)),
         Route("/review/search", bound(search_page)),
         Route("/review/login", bound(login_page), methods=["GET"]),
-        Route("/review/login", _post(context, login), methods=["POST"]),
-        Route("/review/logout", _post(context, logout), methods=["POST"]),
-        Route(
-            "/review/items/{item_id:int}/not-duplicate",
-            _post(context, not_duplicate),
-            methods=["POST"],
-        ),
-        Route("/review/items/{item_id:int}/merge", _post(context, merge), methods=["POST"]),
-        Route("/review/items/{item_id:int}/retry", _post(context, retry), methods=["POST"]),
+        # the only POST routes without a token: they set or clear the viewer's own cookie
+        Route(SIGN_IN, _post(context, login), methods=["POST"]),
+        Route(SIGN_OUT, _post(context, logout), methods=["POST"]),
+        item_route(context, "not-duplicate", not_duplicate),
+        item_route(context, "merge", merge),
+        item_route(context, "retry", retry),
     ]
