@@ -3,11 +3,13 @@ SQLite files in tmp_path, and helpers to write feeds and article pages."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sqlite3
 import textwrap
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -23,6 +25,11 @@ from feedmd.settings.config import Config, FeedConfig, OutputConfig
 from feedmd.store import Store, open_store
 from feedmd.tools.demo import run_demo
 from feedmd.tools.fixture_server import FixtureServer
+
+# The digest's day and times follow the machine's zone by default (the timezone setting):
+# the tests read them in UTC wherever they run.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -351,14 +358,15 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """A headless Chromium for one test; without Debian's Chromium the test fails saying
-    how to install it (scripts/test does).
+@contextlib.contextmanager
+def chromium_browser() -> Iterator[Any]:
+    """A headless Chromium, for the time of a ``with`` block; without Debian's Chromium the
+    test fails saying how to install it (scripts/test does).
 
-    Per test, not per session: Playwright's sync API keeps an event loop running in the
-    thread while it is open, and every later ``asyncio.run`` of the session then fails
-    (tried: 65 failures). A launch costs about a second."""
+    Opened in the test's body, after what it needs from the pipeline: Playwright's sync
+    API keeps an event loop running in the thread while it is open, and any
+    ``asyncio.run`` (a scrape, the demo) then fails. So neither a session-wide browser
+    (tried: 65 failures) nor a fixture opened before the test body. A launch costs ~1 s."""
     if not CHROMIUM.exists():
         pytest.fail(f"needs Debian's Chromium at {CHROMIUM}: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
@@ -367,8 +375,10 @@ def browser() -> Iterator[Any]:
         launched = driver.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
         )
-        yield launched
-        launched.close()
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 def make_config(

@@ -15,7 +15,7 @@ import click
 
 from feedmd.cli.common import config_option as _config_option
 from feedmd.cli.common import db_option as _db_option
-from feedmd.cli.common import load
+from feedmd.cli.common import load, setting_options, settings_from
 from feedmd.delivery.exports.command import FORMATS, export_new_format, export_options
 from feedmd.settings.config import Config
 from feedmd.timeutil import utcnow
@@ -79,6 +79,7 @@ def _open(config: Config, create: bool = False) -> Store:
 @export_options
 @_db_option
 @_config_option
+@setting_options("timezone")
 def export_command(
     fmt: str,
     feed: str | None,
@@ -100,7 +101,7 @@ def export_command(
 
     if feed and org:
         raise click.UsageError("give --feed or --org, not both")
-    config = _config(config_path, db)
+    config = load(config_path, settings_from(new), db)
     base = base_url or (config.output.base_url if _from_file(config) else DEFAULT_BASE_URL)
     database = _open(config)
     try:
@@ -108,7 +109,15 @@ def export_command(
         if fmt in FORMATS or any(value is not None for value in new.values()):
             # the LLM bundle and the digest (feedmd/delivery/exports); their options refuse
             # json/atom
-            export_new_format(database, fmt, feed, org, output, limit, new)
+            export_new_format(
+                database,
+                fmt,
+                feed,
+                org,
+                output,
+                limit,
+                {**new, "timezone": config.settings.timezone},
+            )
             return
         if feed:
             row = database.find_feed(feed)
@@ -171,6 +180,7 @@ def export_command(
     help="Serve HTTP only: run no feeds and deliver no webhooks (`feedmd worker` processes "
     "do both).",
 )
+@setting_options("timezone")
 def serve_command(
     db: str | None,
     config_path: str | None,
@@ -179,6 +189,7 @@ def serve_command(
     base_url: str | None,
     tick: float,
     http_only: bool,
+    **settings: Any,
 ) -> None:
     """Serve the feeds over HTTP and, with a config file (./feedmd.toml, FEEDMD_CONFIG or
     --config), run each feed at its poll interval.
@@ -197,7 +208,7 @@ def serve_command(
     from feedmd.service import server
     from feedmd.store import connect, open_store
 
-    config = _config(config_path, db)
+    config = load(config_path, settings_from(settings), db)
     store = open_store(config.database)
     try:
         if _from_file(config):
@@ -243,6 +254,7 @@ def serve_command(
         tick_seconds=tick,
         output=output,
         webhook_retry_hours=config.settings.webhook_retry_hours,
+        timezone=config.settings.timezone,
     )
     if not base_url:
         click.echo(

@@ -101,6 +101,7 @@ class _Context:
     base_url: str | None
     page_size: int
     scheduler: Scheduler | None
+    timezone: str = ""
 
 
 def create_app(
@@ -112,6 +113,7 @@ def create_app(
     tick_seconds: float = 15.0,
     output: FileOutput | None = None,
     webhook_retry_hours: float = 24.0,
+    timezone: str = "",
 ) -> Starlette:
     """The ASGI app serving the store at ``db_path``; with a ``scheduler`` it also ticks
     every ``tick_seconds`` in a background thread for the app's lifetime.
@@ -120,10 +122,10 @@ def create_app(
     connection, never the Host header) and is an allowed origin of the review forms. Every
     response gets the security headers (``SecurityHeaders``). ``output`` is where runs
     write feed files: a correction on the review page rewrites the files it changes there
-    (None: no files, as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored item's
-    webhook messages are retried.
+    (None: no files, as with ``--db`` alone); ``webhook_retry_hours`` is how long a restored
+    item's webhook messages are retried; ``timezone`` is the digests' (the setting).
     """
-    context = _Context(str(db_path), base_url, page_size, scheduler)
+    context = _Context(str(db_path), base_url, page_size, scheduler, timezone)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -329,6 +331,7 @@ def _export(context: _Context, request: Request, fmt: str) -> Response:
             since=query.get("since"),
             run_id=int(query["run"]) if "run" in query else None,
             day=datetime.strptime(query["day"], "%Y-%m-%d") if "day" in query else None,
+            timezone=context.timezone,
         )
     except (ExportError, ValueError) as exc:
         return _error(400, str(exc))

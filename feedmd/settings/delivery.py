@@ -7,13 +7,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from feedmd.settings.fields import setting
+from feedmd.settings.fields import setting, time_zone_problem
 
 
 @dataclass(frozen=True)
 class DeliverySettings:
     """Delivery: the output files, webhooks and serving."""
 
+    timezone: str = setting(
+        "",
+        "The time zone of the dates people read: the digest's day and times and the "
+        "Markdown bundle's dates (an IANA name such as Europe/Berlin; empty: this machine's "
+        "local time zone). Stored times, JSON Feed, Atom and JSON Lines stay UTC.",
+        check=time_zone_problem,
+    )
     feed_page_size: int = setting(
         100,
         "Items per JSON Feed / Atom page and in a run's output files; older items are "

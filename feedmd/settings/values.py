@@ -57,6 +57,8 @@ def coerce_setting(name: str, raw: Any, origin: str) -> Any:
         raise ConfigError(
             f"{origin}: setting {name!r} must be one of {', '.join(meta['choices'])}; got {value!r}"
         )
+    if meta["check"] is not None and (problem := meta["check"](value)) is not None:
+        raise ConfigError(f"{origin}: setting {name!r} must be {problem}; got {value!r}")
     return value
 
 

@@ -180,3 +180,28 @@ def test_leads_are_plain_text_and_markdown_is_escaped(db: Path) -> None:
     html, _ = export(db, "--format", "html")
     for lead in re.findall(r'font-size:15px;line-height:1.5;">(.*?)</p>', html, re.DOTALL):
         assert "](" not in lead and "**" not in lead
+
+
+def test_the_day_and_times_are_the_readers(db: Path) -> None:
+    # Tokyo is UTC+9: the UTC Monday's stories from 15:00 on are its Tuesday's
+    tuesday, _ = export(db, "--format", "html", "--day", "2026-10-13", "--timezone", "Asia/Tokyo")
+    monday, _ = export(db, "--format", "html", "--day", "2026-10-12", "--timezone", "Asia/Tokyo")
+    assert story_ids(tuesday) == kept_between(db, "2026-10-12T15:00:00Z", "2026-10-13T15:00:00Z")
+    assert story_ids(monday) == kept_between(db, "2026-10-11T15:00:00Z", "2026-10-12T15:00:00Z")
+    assert story_ids(tuesday) and story_ids(monday)
+    assert "Tuesday 13 October 2026 · " in tuesday
+    newest, _ = export(db, "--format", "html", "--timezone", "Asia/Tokyo")
+    assert story_ids(newest) == story_ids(tuesday)  # the newest day is the reader's too
+    # a story's time in words, in the reader's zone: 19:25 UTC is 04:25 JST the next day
+    first = story_block(tuesday, story_ids(tuesday)[0])
+    assert "Tue 13 Oct 2026, 04:25 JST" in first
+    markdown, _ = export(db, "--format", "digest-markdown", "--timezone", "UTC")
+    assert "Mon 12 Oct 2026, 19:25 UTC" in markdown and "2026-10-12 19:25" not in markdown
+
+
+def test_a_title_loses_the_name_of_its_own_publisher_only(db: Path) -> None:
+    html, _ = export(db, "--format", "digest-markdown")
+    assert "Papal audiences cancelled through end of October, Prefecture says](" in html
+    assert "Prefecture says - Pilgrim Herald" not in html
+    # the stored title keeps it: the feeds and the store are as published
+    assert query(db, "SELECT COUNT(*) FROM items WHERE title_raw LIKE '% - Pilgrim Herald'")[0][0]

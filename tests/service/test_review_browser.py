@@ -20,9 +20,9 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO, DemoStores
+from conftest import REPO, DemoStores, chromium_browser
 from loopback import serving
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 from stores import item_id
 
 from feedmd.service.server import create_app
@@ -41,9 +41,7 @@ def unlabelled_controls(page: Page) -> int:
     )
 
 
-def test_not_a_duplicate_in_a_real_browser(
-    tmp_path: Path, browser: Browser, demo_stores: DemoStores
-) -> None:
+def test_not_a_duplicate_in_a_real_browser(tmp_path: Path, demo_stores: DemoStores) -> None:
     database = demo_stores.copy()
     copy = item_id(database, "KXLT 7 News", "Pope Leo will have surgery")
     db = open_store(database)
@@ -54,7 +52,7 @@ def test_not_a_duplicate_in_a_real_browser(
     canonical_id = item_id(database, "Continental Press", "Amazon in talks to acquire")
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with serving(create_app(database)) as http:
+    with serving(create_app(database)) as http, chromium_browser() as browser:
         base = str(http.base_url).rstrip("/")
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         try:

@@ -205,3 +205,13 @@ def test_one_feed_name_in_two_orgs_of_two_files_on_one_store_is_refused(tmp_path
         store.sync_feeds(first)  # the owner's config still works
     finally:
         store.close()
+
+
+def test_a_setting_with_a_check_names_what_it_wants() -> None:
+    from feedmd.settings.values import coerce_setting
+
+    assert coerce_setting("timezone", "Europe/Berlin", "FEEDMD_TIMEZONE") == "Europe/Berlin"
+    assert coerce_setting("timezone", "", "feedmd.toml") == ""
+    for bad in ("Mars/Olympus", "../../etc/passwd", "Europe/"):
+        with pytest.raises(ConfigError, match="IANA time zone name"):
+            coerce_setting("timezone", bad, "FEEDMD_TIMEZONE")

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 
 from feedmd.delivery import render
 from feedmd.delivery.exports.jsonl import record
 from feedmd.delivery.exports.text import estimate_tokens
+from feedmd.delivery.reading import human_time
 from feedmd.store import OutputItem
 
 
@@ -37,8 +39,9 @@ def _scalar(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def item_markdown(item: OutputItem) -> str:
-    """One item as front matter and its prose."""
+def item_markdown(item: OutputItem, zone: tzinfo | None = UTC) -> str:
+    """One item as front matter and its prose, under a heading with its publisher and
+    its time as a reader in ``zone`` says it (the front matter's stays UTC ISO 8601)."""
     data = record(item)
     lines = ["---"]
     for key in ("id", "url", "title", "publisher", "published", "language", "tokens", "tier"):
@@ -61,11 +64,14 @@ def item_markdown(item: OutputItem) -> str:
                 lines.append(f"    {key}: {_scalar(other[key])}")
     else:
         lines.append("also_covered_by: []")
-    lines += ["---", "", f"# {data['title']}", "", data["text"], ""]
+    byline = f"*{data['publisher']} · {human_time(item.published, zone)}*"
+    lines += ["---", "", f"# {data['title']}", "", byline, "", data["text"], ""]
     return "\n".join(lines) + "\n"
 
 
-def split_bundle(items: Sequence[OutputItem], max_tokens: int) -> list[BundleFile]:
+def split_bundle(
+    items: Sequence[OutputItem], max_tokens: int, zone: tzinfo | None = UTC
+) -> list[BundleFile]:
     """The items' Markdown in files of at most ``max_tokens`` estimated tokens each."""
     files: list[BundleFile] = []
     parts: list[str] = []
@@ -80,7 +86,7 @@ def split_bundle(items: Sequence[OutputItem], max_tokens: int) -> list[BundleFil
         parts, ids, used = [], [], 0
 
     for item in items:
-        text = item_markdown(item)
+        text = item_markdown(item, zone)
         tokens = estimate_tokens(text)
         if parts and used + tokens > max_tokens:
             close()

@@ -52,8 +52,8 @@ def export_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--day",
             type=click.DateTime(["%Y-%m-%d"]),
-            help="Digests: the kept items published on this UTC day (default: the newest "
-            "such day, when neither --run nor --since is given).",
+            help="Digests: the kept items published on this day in the timezone setting "
+            "(default: the newest such day, when neither --run nor --since is given).",
         ),
         click.option(
             "--template",
@@ -78,7 +78,7 @@ def export_new_format(
     """``feedmd export`` in a new format (or json/atom given a new format's option: an
     error): check the scope, then ``run_export``. ``limit`` counts only when given."""
     if fmt not in FORMATS:
-        name = next(k for k, v in new.items() if v is not None)
+        name = next(k for k, v in new.items() if v is not None and k != "timezone")
         raise click.UsageError(
             f"--{name.removesuffix('_id').replace('_', '-')} goes with the formats "
             + ", ".join(FORMATS)
@@ -114,7 +114,7 @@ def run_export(store: Store, request: Request) -> None:
     if request.out_dir:
         folder = Path(request.out_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        files = bundle.split_bundle(items, request.max_tokens or sys.maxsize)
+        files = bundle.split_bundle(items, request.max_tokens or sys.maxsize, request.zone)
         for part in files:
             write_atomically(folder / part.name, part.text.encode())
         # a smaller bundle than the last one in this folder: its extra files would be stale

@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, PackageLoader, StrictUndefined
 from markdown_it import MarkdownIt
 
+from feedmd.delivery.reading import display_title, human_time
 from feedmd.store import OutputItem
 from feedmd.timeutil import iso
 
@@ -52,7 +53,7 @@ class Story:
     title: str
     url: str
     publisher: str
-    published: str  # 'YYYY-MM-DD HH:MM UTC'
+    published: str  # 'Mon 12 Oct 2026, 21:25 CEST': in the reader's zone
     lead: str
     also_covered_by: tuple[Coverage, ...]
 
@@ -101,35 +102,50 @@ def first_paragraph(item: OutputItem) -> str:
     return text
 
 
-def stories(items: Sequence[OutputItem]) -> list[Story]:
-    """The digest's stories, in the items' order."""
+def stories(items: Sequence[OutputItem], zone: tzinfo | None = UTC) -> list[Story]:
+    """The digest's stories, in the items' order: titles without their outlet suffix,
+    times as a reader in ``zone`` says them."""
     similar: dict[int, list[Coverage]] = {item.item_id: [] for item in items}
     for item in items:
         related = item.verdict.possible_duplicate_of
         if related is None:
             continue
         similar[item.item_id].append(
-            Coverage(related.publisher, related.url, related.title, "similar", item.verdict.rule)
+            Coverage(
+                related.publisher,
+                related.url,
+                display_title(related.title, related.publisher),
+                "similar",
+                item.verdict.rule,
+            )
         )
         if related.item_id in similar:
             similar[related.item_id].append(
-                Coverage(item.publisher, item.url, item.title, "similar", item.verdict.rule)
+                Coverage(
+                    item.publisher,
+                    item.url,
+                    display_title(item.title, item.publisher),
+                    "similar",
+                    item.verdict.rule,
+                )
             )
     return [
         Story(
             id=item.item_id,
-            title=item.title,
+            title=display_title(item.title, item.publisher),
             url=item.url,
             publisher=item.publisher,
-            published=item.published.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            published=human_time(item.published, zone),
             lead=first_paragraph(item),
             also_covered_by=(
                 *(
-                    Coverage(a.publisher, a.url, a.title, "copy", a.rule)
+                    Coverage(
+                        a.publisher, a.url, display_title(a.title, a.publisher), "copy", a.rule
+                    )
                     for a in item.also_published_by
                 ),
                 *(
-                    Coverage(m.publisher, m.url, m.title, "event", None)
+                    Coverage(m.publisher, m.url, display_title(m.title, m.publisher), "event", None)
                     for m in (item.event.others if item.event else ())
                 ),
                 *similar[item.item_id],
@@ -147,6 +163,7 @@ def render_digest(
     period: str,
     generated: datetime,
     template: str | Path | None = None,
+    zone: tzinfo | None = UTC,
 ) -> str:
     """The digest of ``items`` as ``fmt`` ('html' or 'markdown'), from ``template`` (a
     file) or the shipped template of the format."""
@@ -167,5 +184,5 @@ def render_digest(
     env.filters["md"] = markdown_text
     env.filters["mdurl"] = markdown_url
     return env.get_template(name).render(
-        title=title, period=period, generated=iso(generated), stories=stories(items)
+        title=title, period=period, generated=iso(generated), stories=stories(items, zone)
     )

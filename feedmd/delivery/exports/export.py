@@ -7,11 +7,13 @@ answers with 400.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from feedmd.delivery.exports import cursor
 from feedmd.delivery.exports.events import one_per_event
+from feedmd.delivery.reading import human_day, local, midnight, reader_zone
+from feedmd.timeutil import utcnow
 
 if TYPE_CHECKING:
     from feedmd.store import OutputItem, Store
@@ -47,6 +49,12 @@ class Request:
     run_id: int | None = None
     day: datetime | None = None
     template: str | None = None
+    timezone: str = ""  # the ``timezone`` setting: the digest's day and times
+
+    @property
+    def zone(self) -> tzinfo | None:
+        """The reader's zone (None: this machine's local zone)."""
+        return reader_zone(self.timezone)
 
     @property
     def scope(self) -> str:
@@ -104,12 +112,14 @@ def _select(store: Store, request: Request) -> Selection:
     if request.run_id is not None:
         chosen = store.digest_items(run_id=request.run_id, **scope)
         return Selection(chosen, last, f"Run {request.run_id}")
-    day = request.day or newest or datetime.now(UTC)
-    first = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    # the day as the reader lives it: midnight to midnight in their zone
+    zone = request.zone
+    day = request.day.date() if request.day else local(newest or utcnow(), zone).date()
+    first, end = midnight(day, zone), midnight(day + timedelta(days=1), zone)
     chosen = store.digest_items(
-        published_from=first, published_to=first + timedelta(days=1), **scope
+        published_from=first.astimezone(UTC), published_to=end.astimezone(UTC), **scope
     )
-    return Selection(chosen, last, first.strftime("%A %d %B %Y"))
+    return Selection(chosen, last, human_day(first, zone))
 
 
 def render_document(request: Request, selection: Selection, generated: datetime) -> bytes:
@@ -119,7 +129,8 @@ def render_document(request: Request, selection: Selection, generated: datetime)
     if request.fmt == "jsonl":
         return jsonl.jsonl_bytes(selection.items)
     if request.fmt == "markdown":
-        return "".join(bundle.item_markdown(item) for item in selection.items).encode()
+        zone = request.zone
+        return "".join(bundle.item_markdown(item, zone) for item in selection.items).encode()
     return digest.render_digest(
         selection.items,
         fmt=DIGESTS[request.fmt],
@@ -127,4 +138,5 @@ def render_document(request: Request, selection: Selection, generated: datetime)
         period=selection.period,
         generated=generated,
         template=request.template,
+        zone=request.zone,
     ).encode()

@@ -1,7 +1,8 @@
 """The LLM bundle as JSON Lines: one object per kept item (``feedmd export --format jsonl``).
 
 Each object: ``id`` (the stable id of every feedmd output, ``feedmd:ORG:FEED:ITEM``),
-``url`` (canonical), ``title``, ``publisher``, ``published`` (ISO 8601 UTC), ``feed``,
+``url`` (canonical), ``title`` (without a trailing " - Publisher" naming its publisher,
+``feedmd.delivery.reading``), ``publisher``, ``published`` (ISO 8601 UTC), ``feed``,
 ``org``, ``text`` (the article's full prose as Markdown; the feed's summary, else the title,
 when the page gave none), ``tokens`` (``text.estimate_tokens`` of ``text``), ``language``,
 ``tier`` (stage 2's verdict: ``different``, ``similar``, ``no digest``, or null for an item
@@ -20,6 +21,7 @@ from typing import Any
 
 from feedmd.delivery import render
 from feedmd.delivery.exports.text import detect_language, estimate_tokens
+from feedmd.delivery.reading import display_title
 from feedmd.store import OutputItem
 from feedmd.timeutil import iso
 
@@ -36,7 +38,7 @@ def record(item: OutputItem) -> dict[str, Any]:
     return {
         "id": render.item_id(item),
         "url": item.url,
-        "title": item.title,
+        "title": display_title(item.title, item.publisher),
         "publisher": item.publisher,
         "published": iso(item.published),
         "feed": item.feed,
@@ -49,7 +51,7 @@ def record(item: OutputItem) -> dict[str, Any]:
             {
                 "id": f"feedmd:{related.org}:{related.feed}:{related.item_id}",
                 "url": related.url,
-                "title": related.title,
+                "title": display_title(related.title, related.publisher),
                 "publisher": related.publisher,
                 "rule": item.verdict.rule,
                 "score": item.verdict.score,
@@ -61,7 +63,7 @@ def record(item: OutputItem) -> dict[str, Any]:
             {
                 "publisher": a.publisher,
                 "url": a.url,
-                "title": a.title,
+                "title": display_title(a.title, a.publisher),
                 "rule": a.rule,
                 "score": a.score,
             }
@@ -69,7 +71,12 @@ def record(item: OutputItem) -> dict[str, Any]:
         ],
         "event": render.event_object(item),
         "also_covered_by": [
-            {"publisher": m.publisher, "url": m.url, "title": m.title, "score": m.score}
+            {
+                "publisher": m.publisher,
+                "url": m.url,
+                "title": display_title(m.title, m.publisher),
+                "score": m.score,
+            }
             for m in (item.event.others if item.event else ())
         ],
     }
