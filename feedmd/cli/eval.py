@@ -199,7 +199,8 @@ def eval_events_command(
 ) -> None:
     """Replay labelled headlines oldest first through the event model and grouper and report
     merges, merge precision against the story labels, false merges, vetoes and encoding
-    throughput (docs/events.md)."""
+    throughput (docs/events.md); with --pairs also precision and recall on labelled pairs,
+    overall and per language pair."""
     from feedmd.tools.evaluation.events import evaluate_event_pairs, evaluate_events
 
     settings = load(config_path, settings_from(kwargs), None).settings
@@ -210,6 +211,11 @@ def eval_events_command(
         report["pairs"] = pairs
         if not as_json:
             click.echo(f"pairs: precision {pairs['precision']} recall {pairs['recall']}")
+            for languages, figures in pairs["by_language_pair"].items():
+                click.echo(
+                    f"  {languages}: {figures['pairs']} pairs, precision "
+                    f"{figures['precision']} recall {figures['recall']}"
+                )
     _print_eval(report, as_json, ["model", "threshold", *keys])
     if not as_json:
         click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")

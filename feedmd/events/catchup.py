@@ -33,6 +33,7 @@ from feedmd.events.grouper import (
     MemoryWindow,
     Neighbour,
     assign_events,
+    lowest_threshold,
     merge_neighbours,
 )
 from feedmd.fingerprints.subject_gate import CasingStats
@@ -134,7 +135,7 @@ def _decide_scope(
         ((start, -1), (item.published_at, item.item_id))
         for start, item in zip(starts, items, strict=True)
     ]
-    threshold = settings.event_threshold
+    threshold = lowest_threshold(settings)
     org, feed = scope
     scan = store.event_scan(
         org, feed, parse_iso(min(starts)), model, until=parse_iso(items[-1].published_at)

@@ -3,9 +3,13 @@
 Pure: it takes the new items (id, title, unit vector) in publication order, a window that
 answers "the stored vectors nearest to this one" and the settings, and returns one
 ``EventDecision`` per item; storing the decisions is the caller's job. An item joins the
-event of the most similar earlier item whose cosine is at least ``event_threshold`` and that
-no veto keeps apart (feedmd/events/vetoes.py); the candidates are tried best first, so a
-templated near-twin vetoed on its numbers does not hide a real rewrite one place below it.
+event of the most similar earlier item whose cosine is at least the pair's threshold and
+that no veto keeps apart (feedmd/events/vetoes.py); the candidates are tried best first, so
+a templated near-twin vetoed on its numbers does not hide a real rewrite one place below it.
+The pair's threshold is ``event_threshold``, or ``event_threshold_cross_language`` when the
+two headlines are told to be in two languages (``fingerprints/language.py``); across
+languages the subject veto is off (its name-like leads are words of each language:
+"Papst" / "Pope"), the numbers and directions vetoes stay.
 Items of the same batch see each other, oldest first, as the store would after each item.
 An item that joins nothing opens its own event and is its canonical item.
 """
@@ -19,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 from feedmd.events.vetoes import veto
+from feedmd.fingerprints.language import in_two_languages
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored
 from feedmd.models import Neighbour
@@ -131,6 +136,22 @@ def merge_neighbours(first: list[Neighbour], second: list[Neighbour], k: int) ->
     return out[:k]
 
 
+def lowest_threshold(settings: Settings) -> float:
+    """The least cosine any pair may join at: what a window is asked for."""
+    return min(settings.event_threshold, settings.event_threshold_cross_language)
+
+
+def pair_rule(title: str, other: str, settings: Settings) -> tuple[float, tuple[str, ...]]:
+    """The threshold and the vetoes for one pair of headlines: across two languages the
+    cross-language threshold and no subject veto, else ``event_threshold`` and all three
+    (the subject veto only with ``subject_gate`` on)."""
+    if in_two_languages(title, other, settings.event_language_overlap):
+        return settings.event_threshold_cross_language, ("numbers", "direction")
+    if settings.subject_gate:
+        return settings.event_threshold, ("numbers", "direction", "subject")
+    return settings.event_threshold, ("numbers", "direction")
+
+
 def assign_events(
     new_items: Sequence[EventItem],
     window: EventWindow,
@@ -139,31 +160,30 @@ def assign_events(
     casing: CasingStats | None = None,
 ) -> list[EventDecision]:
     """Place each new item (publication order) in an event: join the event of the nearest
-    earlier item (window or this batch) with cosine >= ``settings.event_threshold`` that no
-    veto keeps apart, else open a new event. Vectors are compared in their stored form.
-    ``casing`` is the corpus casing for the subject veto (default: the batch's titles)."""
-    threshold = settings.event_threshold
+    earlier item (window or this batch) whose cosine reaches the pair's threshold
+    (``pair_rule``) and that no veto keeps apart, else open a new event. Vectors are
+    compared in their stored form. ``casing`` is the corpus casing for the subject veto
+    (default: the batch's titles)."""
+    lowest = lowest_threshold(settings)
     batch = MemoryWindow(dimensions=new_items[0].vector.shape[0] if new_items else 384)
     stats = casing or CasingStats.build(item.title for item in new_items)
     decisions: list[EventDecision] = []
     vectors = as_stored(np.stack([item.vector for item in new_items])) if new_items else []
     for item, vector in zip(new_items, vectors, strict=True):
         candidates = merge_neighbours(
-            window.nearest(vector, MAX_CANDIDATES, threshold),
-            batch.nearest(vector, MAX_CANDIDATES, threshold),
+            window.nearest(vector, MAX_CANDIDATES, lowest),
+            batch.nearest(vector, MAX_CANDIDATES, lowest),
             MAX_CANDIDATES,
         )
+        threshold = settings.event_threshold
         decision = EventDecision(item.item_id, item.item_id, None, 0.0, threshold, model)
-        first_veto: tuple[Neighbour, str] | None = None
+        first_veto: tuple[Neighbour, str, float] | None = None
         for neighbour in candidates:
+            needed, vetoes = pair_rule(item.title, neighbour.title, settings)
+            if neighbour.score < needed:
+                continue
             reason = veto(
-                item.title,
-                neighbour.title,
-                stats,
-                settings.subject_max_tokens,
-                enabled=("numbers", "direction", "subject")
-                if settings.subject_gate
-                else ("numbers", "direction"),
+                item.title, neighbour.title, stats, settings.subject_max_tokens, enabled=vetoes
             )
             if reason is None:
                 decision = EventDecision(
@@ -171,20 +191,20 @@ def assign_events(
                     neighbour.event_id,
                     neighbour.item_id,
                     round(neighbour.score, 4),
-                    threshold,
+                    needed,
                     model,
                 )
                 break
             if first_veto is None:
-                first_veto = (neighbour, reason)
+                first_veto = (neighbour, reason, needed)
         if decision.joined is None and first_veto is not None:
-            neighbour, reason = first_veto
+            neighbour, reason, needed = first_veto
             decision = EventDecision(
                 item.item_id,
                 item.item_id,
                 None,
                 round(neighbour.score, 4),
-                threshold,
+                needed,
                 model,
                 veto=f"{reason} (nearest {neighbour.item_id})",
             )

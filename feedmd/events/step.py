@@ -35,6 +35,7 @@ from feedmd.events.grouper import (
     MemoryWindow,
     Neighbour,
     assign_events,
+    lowest_threshold,
     merge_neighbours,
 )
 from feedmd.fingerprints.vectors import as_stored, to_stored
@@ -196,7 +197,7 @@ def _window(
         return MemoryWindow()
     # the grouper compares vectors in their stored form: prepare the same rows
     scan.prepare(
-        as_stored([item.vector for item in items]), MAX_CANDIDATES, settings.event_threshold
+        as_stored([item.vector for item in items]), MAX_CANDIDATES, lowest_threshold(settings)
     )
     return scan
 

@@ -108,3 +108,54 @@ def test_real_headlines_group_by_event(tmp_path: object) -> None:
     items = [EventItem(str(i), t, vectors[i]) for i, t in enumerate(titles)]
     decisions = assign_events(items, MemoryWindow(), SETTINGS, "m")
     assert [d.event_id for d in decisions] == ["0", "0", "2"]
+
+
+def test_two_languages_join_at_their_own_threshold() -> None:
+    """Hand-made vectors, real headlines (their languages are what py3langid tells): a
+    German headline joins an English one at the cross-language threshold, not below; two
+    English headlines at that cosine stay apart."""
+    cross = SETTINGS.event_threshold_cross_language
+    assert cross < SETTINGS.event_threshold
+    english = ("old", "Pope Leo will have lung surgery, the Vatican says", axis(0))
+    german = "Papst Leo XIV. wird an der Lunge operiert, teilt der Vatikan mit"
+    above = EventItem("de-a", german, vector_at(cross + 0.002))
+    below = EventItem("de-b", german, vector_at(cross - 0.002))
+    same_language = EventItem("en", "Pope Leo to undergo an operation on his lung", above.vector)
+    for item, joins in ((above, True), (below, False), (same_language, False)):
+        (decision,) = assign_events([item], window_with(english), SETTINGS, "m")
+        assert (decision.joined == "old") is joins, item.item_id
+    (decision,) = assign_events([above], window_with(english), SETTINGS, "m")
+    assert decision.threshold == cross
+
+
+def test_across_languages_the_numbers_veto_stays_and_the_subject_veto_goes() -> None:
+    window = window_with(("old", "ECB cuts its key interest rate to 2 percent", axis(0)))
+    near = vector_at(SETTINGS.event_threshold_cross_language + 0.01)
+    other_figure = EventItem("a", "EZB senkt den Leitzins auf 3 Prozent", near)
+    (decision,) = assign_events([other_figure], window, SETTINGS, "m")
+    assert decision.joined is None and decision.veto and "number" in decision.veto
+    # German words lead where English ones do: not a subject the other lacks
+    window = window_with(("old", "Pope Leo will have lung surgery, the Vatican says", axis(0)))
+    lead = EventItem("b", "Papst Leo wird an der Lunge operiert, sagt der Vatikan", near)
+    (decision,) = assign_events([lead], window, SETTINGS, "m")
+    assert decision.joined == "old"
+
+
+def test_a_german_and_an_english_report_of_one_event_group_and_of_two_do_not() -> None:
+    from feedmd.events.encoder import E5Encoder
+
+    titles = [
+        "Pope Leo XIV will have lung surgery, Vatican says",
+        "Papst Leo XIV. wird an der Lunge operiert",  # the same event
+        "Papst Leo verschiebt seine Reise nach Portugal",  # another one
+        "Apple stellt das neue iPhone 17 vor",
+        "Apple unveils the new iPhone 17",  # the same event
+        "Apple stellt neues MacBook vor",  # another one
+    ]
+    vectors = E5Encoder().encode(titles)
+    items = [EventItem(str(i), t, vectors[i]) for i, t in enumerate(titles)]
+    decisions = assign_events(items, MemoryWindow(), SETTINGS, "m")
+    assert [d.event_id for d in decisions] == ["0", "0", "2", "3", "3", "5"]
+    # with one threshold for all pairs, as before, the German report stood alone
+    one = dataclasses.replace(SETTINGS, event_threshold_cross_language=SETTINGS.event_threshold)
+    assert assign_events(items, MemoryWindow(), one, "m")[1].event_id == "1"

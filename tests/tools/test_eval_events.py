@@ -68,3 +68,58 @@ def test_sweep_covers_the_event_threshold(tmp_path: Path) -> None:
     low, high = (point["event_pairs"] for point in report["points"])
     assert low["tp"] >= high["tp"] and high["fp"] == 0
     assert "event_pairs" in report["base"]
+
+
+def test_pairs_are_scored_per_language_pair(tmp_path: Path) -> None:
+    pairs = [
+        # the file names the languages: de-en, with the English side first or second
+        {
+            "id": "x1",
+            "lang_a": "de",
+            "lang_b": "en",
+            "label": "same",
+            "a": "Papst Leo XIV. wird an der Lunge operiert",
+            "b": "Pope Leo XIV will have lung surgery, Vatican says",
+        },
+        {
+            "id": "x2",
+            "lang_a": "en",
+            "lang_b": "de",
+            "label": "different",
+            "a": "Pope Leo XIV will have lung surgery, Vatican says",
+            "b": "Papst Leo verschiebt seine Reise nach Portugal",
+        },
+        # SemEval's form: one field for both
+        {
+            "id": "x3",
+            "lang": "de_en",
+            "label": "same",
+            "a": "Apple stellt das neue iPhone 17 vor",
+            "b": "Apple unveils the new iPhone 17",
+        },
+        # none given: told from the texts
+        {
+            "id": "x4",
+            "label": "same",
+            "a": "Pope Leo to have surgery on Friday, Vatican says",
+            "b": "Pope Leo will undergo surgery, the Vatican announced",
+        },
+    ]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), "utf-8")
+    args = ["eval", "events", str(headlines(tmp_path)), "--pairs", str(path)]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)["pairs"]
+    by_pair = report["by_language_pair"]
+    assert set(by_pair) == {"de-en", "en-en"}
+    assert (by_pair["de-en"]["pairs"], by_pair["de-en"]["tp"], by_pair["de-en"]["tn"]) == (3, 2, 1)
+    assert by_pair["de-en"]["precision"] == 1.0 and by_pair["de-en"]["recall"] == 1.0
+    assert by_pair["en-en"]["tp"] == 1
+    assert report["threshold_cross_language"] < report["threshold"]
+    text = CliRunner().invoke(main, args)
+    assert "  de-en: 3 pairs, precision 1.0 recall 1.0" in text.output
+    # one threshold for every pair, as before: the Pope pair (0.918) is missed
+    same_threshold = ["--event-threshold-cross-language", "0.935"]
+    strict = json.loads(CliRunner().invoke(main, [*args, *same_threshold, "--json"]).output)
+    assert strict["pairs"]["by_language_pair"]["de-en"]["tp"] == 1  # the iPhone pair: 0.94

@@ -7,8 +7,9 @@ a merge; it is right when the item and the item it joined carry the same story, 
 figures read like those of `eval headlines` (merge precision is the one that matters; the
 story labels are events and somewhat noisy).
 
-Pairs (the format of `eval pairs`) are "predicted same" when the two headlines' cosine is
-at least ``event_threshold`` and no veto keeps them apart.
+Pairs (the format of `eval pairs`, with optional ``lang_a`` / ``lang_b``) are "predicted
+same" when the two headlines' cosine reaches the pair's threshold and no veto keeps them
+apart, as the grouper decides; figures are also given per language pair.
 
 Vectors are cached for the life of the process (by model path and text), so `feedmd sweep`
 encodes each headline once whatever the number of grid points.
@@ -25,8 +26,15 @@ from typing import Any
 import numpy as np
 
 from feedmd.events.encoder import E5Encoder, Encoder
-from feedmd.events.grouper import EventDecision, EventItem, MemoryWindow, assign_events
+from feedmd.events.grouper import (
+    EventDecision,
+    EventItem,
+    MemoryWindow,
+    assign_events,
+    pair_rule,
+)
 from feedmd.events.vetoes import veto
+from feedmd.fingerprints.language import language_of
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored
 from feedmd.settings import Settings
@@ -169,11 +177,46 @@ def evaluate_events(
     }
 
 
+def pair_language(a: str, b: str) -> str:
+    """A pair's languages as one key, English last: 'en-en', 'de-en', 'de-de', 'es-fr'
+    ('und' for a side whose language cannot be told)."""
+    sides = sorted((a or "und", b or "und"), key=lambda code: (code == "en", code))
+    return "-".join(sides)
+
+
+def labelled_languages(row: dict[str, Any]) -> str | None:
+    """The pair's languages as the file gives them: ``lang_a`` and ``lang_b`` (or
+    ``lang1`` and ``lang2``), or one ``lang`` / ``language`` such as "de_en" or "de-en";
+    None when it gives none."""
+    for first, second in (("lang_a", "lang_b"), ("lang1", "lang2")):
+        if row.get(first) and row.get(second):
+            return pair_language(str(row[first]).lower(), str(row[second]).lower())
+    joint = str(row.get("lang") or row.get("language") or "").lower().replace("_", "-")
+    if joint:
+        sides = joint.split("-")
+        return pair_language(sides[0], sides[-1])
+    return None
+
+
+def _counts(kinds: Sequence[str]) -> dict[str, Any]:
+    counts = Counter(kinds)
+    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
+    return {
+        "pairs": len(kinds),
+        **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
+        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
+    }
+
+
 def evaluate_event_pairs(
     path: str | Path, settings: Settings, encoder: Encoder | None = None
 ) -> dict[str, Any]:
-    """Run `feedmd eval event-pairs`: predicted same when cosine >= threshold and no veto;
-    tp, fp, fn, tn, precision, recall (unsure pairs left out) and the errors listed."""
+    """Run `feedmd eval event-pairs`: predicted same when the cosine reaches the pair's
+    threshold (``grouper.pair_rule``: across two languages the cross-language one) and
+    no veto keeps the two apart; tp, fp, fn, tn, precision, recall (unsure pairs left out),
+    the same per language pair (the file's, ``labelled_languages``, else the languages
+    told from the texts, 'und' where they cannot be) and the errors listed."""
     rows = [
         row
         for row in read_jsonl(path, ("id", "a", "b", "label"))
@@ -184,43 +227,47 @@ def evaluate_event_pairs(
     b_vectors = as_stored(encode_cached(model, [str(row["b"]) for row in rows])[0])
     scores = np.einsum("ij,ij->i", a_vectors, b_vectors) if rows else np.zeros(0)
     casing = CasingStats.build(str(t) for row in rows for t in (row["a"], row["b"]))
-    counts: Counter[str] = Counter()
+    kinds: list[str] = []
+    by_language: dict[str, list[str]] = {}
     errors: list[dict[str, Any]] = []
     same: list[str] = []
     for row, score in zip(rows, scores.tolist(), strict=True):
+        a, b = str(row["a"]), str(row["b"])
+        needed, vetoes = pair_rule(a, b, settings)
         reason = None
-        if score >= settings.event_threshold:
-            reason = veto(str(row["a"]), str(row["b"]), casing, settings.subject_max_tokens)
-        predicted, actual = (
-            score >= settings.event_threshold and reason is None,
-            (row["label"] == "same"),
-        )
+        if score >= needed:
+            reason = veto(a, b, casing, settings.subject_max_tokens, enabled=vetoes)
+        predicted, actual = score >= needed and reason is None, row["label"] == "same"
         if predicted:
             same.append(str(row["id"]))
         kind = {(True, True): "tp", (True, False): "fp", (False, True): "fn", (False, False): "tn"}[
             (predicted, actual)
         ]
-        counts[kind] += 1
+        kinds.append(kind)
+        languages = labelled_languages(row) or pair_language(
+            language_of(a) or "", language_of(b) or ""
+        )
+        by_language.setdefault(languages, []).append(kind)
         if kind in ("fp", "fn"):
             errors.append(
                 {
                     "id": row["id"],
                     "kind": kind,
-                    "a": row["a"],
-                    "b": row["b"],
+                    "languages": languages,
+                    "a": a,
+                    "b": b,
                     "score": round(score, 4),
+                    "threshold": needed,
                     "veto": reason,
                 }
             )
-    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
     return {
         "file": str(path),
         "model": model.name,
         "threshold": settings.event_threshold,
-        "pairs": len(rows),
-        **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
-        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
+        "threshold_cross_language": settings.event_threshold_cross_language,
+        **_counts(kinds),
+        "by_language_pair": {pair: _counts(k) for pair, k in sorted(by_language.items())},
         "predicted_same": same,
         "errors": errors,
     }
