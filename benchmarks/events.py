@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import event_runs
-from feedmd.events.encoder import MODEL_NAME as MODEL
-from feedmd.events.encoder import E5Encoder
+from feedmd.model.encoder import MODEL_NAME as MODEL
+from feedmd.model.encoder import E5Encoder
 from feedmd.fingerprints.vector_scan import blocks_of, scan_blocks
 from feedmd.fingerprints.vectors import as_stored, normalise, stack_stored, to_stored
 from feedmd.store import open_store

@@ -33,7 +33,7 @@ from benchmarks.stage1 import DEFAULT_DATA as TITLES_DATA
 from benchmarks.stage1 import HeadlineGenerator, load_titles
 from benchmarks.stage2 import DEFAULT_DATA as BODIES_DATA
 from benchmarks.stage2 import load_sentences
-from feedmd.events.encoder import MODEL_NAME
+from feedmd.model.encoder import MODEL_NAME
 from feedmd.fingerprints.shingles import _WORD, SHINGLE_WORDS
 from feedmd.fingerprints.vectors import normalise, to_stored
 from feedmd.models import Entry, Page

@@ -15,7 +15,7 @@ traceback::
     ├── OverrideError        a reviewer's override cannot apply (delivery/overrides.py)
     ├── EvalDataError        a labelled evaluation file is missing or bad (tools/evaluation/)
     └── EventModelMissing    the event model's package or weights are not installed
-                             (events/encoder.py; says how to install it or turn events off)
+                             (model/encoder.py; says how to install it or turn events off)
 
 Errors on one feed or one page are recorded on that feed or item and the run goes on;
 only configuration and store errors stop a run.

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("feedmd.errors", "feedmd.timeutil", "feedmd.ids", "feedmd.resources"),
     ("feedmd.settings",),
     ("feedmd.fingerprints",),
+    ("feedmd.model",),
     ("feedmd.models",),
     ("feedmd.report",),
     ("feedmd.store",),

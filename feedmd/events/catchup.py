@@ -26,7 +26,6 @@ from datetime import timedelta
 
 import numpy as np
 
-from feedmd.events.encoder import Encoder
 from feedmd.events.grouper import (
     MAX_CANDIDATES,
     EventItem,
@@ -38,6 +37,7 @@ from feedmd.events.grouper import (
 )
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored, to_stored
+from feedmd.model.encoder import Encoder
 from feedmd.settings import Settings
 from feedmd.store import EventRow, PendingItem, Store
 from feedmd.timeutil import iso, parse_iso

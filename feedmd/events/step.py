@@ -27,7 +27,6 @@ import numpy as np
 
 from feedmd.errors import EventModelMissing
 from feedmd.events.catchup import catch_up
-from feedmd.events.encoder import E5Encoder, Encoder
 from feedmd.events.grouper import (
     MAX_CANDIDATES,
     EventItem,
@@ -39,6 +38,7 @@ from feedmd.events.grouper import (
     merge_neighbours,
 )
 from feedmd.fingerprints.vectors import as_stored, to_stored
+from feedmd.model.encoder import E5Encoder, Encoder
 from feedmd.models import Candidate, Decision, Stage1Result
 from feedmd.settings import Settings
 from feedmd.store import EventRow, Ref, Store

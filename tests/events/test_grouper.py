@@ -97,7 +97,7 @@ def test_memory_window_forgets_the_oldest() -> None:
 
 
 def test_real_headlines_group_by_event(tmp_path: object) -> None:
-    from feedmd.events.encoder import E5Encoder
+    from feedmd.model.encoder import E5Encoder
 
     titles = [
         "Pope Leo to have surgery on Friday, Vatican says",
@@ -142,7 +142,7 @@ def test_across_languages_the_numbers_veto_stays_and_the_subject_veto_goes() -> 
 
 
 def test_a_german_and_an_english_report_of_one_event_group_and_of_two_do_not() -> None:
-    from feedmd.events.encoder import E5Encoder
+    from feedmd.model.encoder import E5Encoder
 
     titles = [
         "Pope Leo XIV will have lung surgery, Vatican says",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from feedmd.events.encoder import E5Encoder
 from feedmd.events.grouper import EventItem, MemoryWindow, assign_events
 from feedmd.fingerprints.vectors import from_stored, normalise, stack_stored, to_stored
+from feedmd.model.encoder import E5Encoder
 from feedmd.settings import Settings
 
 

