@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import event_runs
-from feedmd.model.encoder import MODEL_NAME as MODEL
-from feedmd.model.encoder import E5Encoder
 from feedmd.fingerprints.vector_scan import blocks_of, scan_blocks
 from feedmd.fingerprints.vectors import as_stored, normalise, stack_stored, to_stored
+from feedmd.model.encoder import MODEL_NAME as MODEL
+from feedmd.model.encoder import E5Encoder
 from feedmd.store import open_store
 from feedmd.store.event_packs import PACK_ITEMS as PACK_ROWS
 from feedmd.timeutil import iso

@@ -33,9 +33,9 @@ from benchmarks.stage1 import DEFAULT_DATA as TITLES_DATA
 from benchmarks.stage1 import HeadlineGenerator, load_titles
 from benchmarks.stage2 import DEFAULT_DATA as BODIES_DATA
 from benchmarks.stage2 import load_sentences
-from feedmd.model.encoder import MODEL_NAME
 from feedmd.fingerprints.shingles import _WORD, SHINGLE_WORDS
 from feedmd.fingerprints.vectors import normalise, to_stored
+from feedmd.model.encoder import MODEL_NAME
 from feedmd.models import Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1
