@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 
 from feedmd.delivery import deliver
 from feedmd.events.step import group_events
+from feedmd.model.walls import walls_for
 from feedmd.models import (
     Candidate,
     Decision,
@@ -197,7 +198,11 @@ def decide_metadata(
     the window (of the orgs of ``entries`` and of the failed items fetched again,
     ``retried``), decide on metadata."""
     stale = store.stale_bodies(settings, now)
-    store.update_fingerprints([scrape.refingerprint(p, settings) for p in stale], settings)
+    if stale:
+        refreshed = [scrape.refingerprint(p, settings) for p in stale]
+        store.update_fingerprints(
+            scrape.walls_removed(refreshed, walls_for(settings), settings), settings
+        )
     snapshot = store.snapshot([*entries, *retried], settings, now)
     window = Window(snapshot, store.known_entries(entries))
     return window, stage1.decide(entries, window.snapshot, window.known, settings, now)
@@ -314,14 +319,16 @@ def scrape_step(
     source: PageSource,
 ) -> tuple[Stage1Result, dict[PageKey, Page]]:
     """Step 3: pages for the survivors from ``source`` (reusing the org's stored pages),
-    furniture lines left out; when a kept entry's page fails, its copies are decided again."""
+    furniture lines left out, consent walls told by meaning (``scrape.without_walls``);
+    when a kept entry's page fails, its copies are decided again."""
     # the entries stage 1 found stored already (no second query for them)
     known_entries = {(e.feed, e.entry_id) for e in first.seen_before}
 
     def fetch_pages(survivors: list[Candidate]) -> dict[PageKey, Page]:
         known = store.known_pages(scrape.page_keys(survivors), settings)
         pages = source(survivors, known)
-        return scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
+        pages = scrape.without_furniture(pages, store.line_counts(pages.values()), settings)
+        return scrape.without_walls(pages, walls_for(settings), settings)
 
     def redecide(unavailable: frozenset[str]) -> Stage1Result:
         return stage1.decide(entries, window.snapshot, known_entries, settings, now, unavailable)
@@ -359,14 +366,14 @@ def retry_pages(
     source: PageSource,
 ) -> dict[PageKey, Page]:
     """Step 3 for the failed items fetched again: their pages from ``source`` (a page this
-    run or the org already holds is reused), furniture lines left out."""
+    run or the org already holds is reused), furniture lines and consent walls left out."""
     survivors = [c for c in retry.candidates(due) if (c.entry.org, c.page_key) not in pages]
     if not survivors:
         return pages
     known = store.known_pages(scrape.page_keys(survivors), settings)
     fetched = source(survivors, known)
     fetched = scrape.without_furniture(fetched, store.line_counts(fetched.values()), settings)
-    return {**pages, **fetched}
+    return {**pages, **scrape.without_walls(fetched, walls_for(settings), settings)}
 
 
 def _retry_batch(

@@ -30,6 +30,11 @@ from feedmd.tools.fixture_server import FixtureServer
 # the tests read them in UTC wherever they run.
 os.environ["TZ"] = "UTC"
 time.tzset()
+# One BLAS thread per test worker: the workers (2 per core, scripts/test) each encoding
+# with OpenBLAS's own threads oversubscribe the cores, and its threads spin while they
+# wait. tests/model with 4 workers on 2 cores: 286 s with BLAS's threads, 50 s with one.
+# The workers inherit it from the controller, which reads this file before they start.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

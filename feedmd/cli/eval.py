@@ -280,6 +280,55 @@ def eval_reprints_command(path: str, as_json: bool, **kwargs: Any) -> None:
         click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
 
 
+@eval_group.command("walls")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@config_option
+@setting_options("wall_model", "wall_model_threshold", "event_model_path")
+def eval_walls_command(path: str, as_json: bool, **kwargs: Any) -> None:
+    """Score consent walls on real notices (PATH: JSON Lines of id, lang, project, text,
+    as eval/walls/notices.jsonl): each read as a page reduced to it, caught or not, for
+    the libraries the model never learned from, by project and by language."""
+    from feedmd.tools.evaluation.walls import evaluate_walls
+
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
+    report = evaluate_walls(path, settings)
+    _print_eval(report, as_json, ["notices", "caught", "share", "unseen_projects"])
+    if not as_json:
+        click.echo(f"missed: {len(report['missed'])} (--json lists them)")
+
+
+@eval_group.command("build-walls")
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option(
+    "--eval-dir",
+    type=click.Path(exists=True, file_okay=False),
+    default="eval",
+    show_default=True,
+    help="The labelled data: walls/notices.jsonl and news-sentences/.",
+)
+@click.option(
+    "--fixtures",
+    type=click.Path(exists=True, file_okay=False),
+    default="fixtures",
+    show_default=True,
+    help="The fixture news day (newsday.py), whose paragraphs are news too.",
+)
+@config_option
+@setting_options("event_model_path")
+def eval_build_walls_command(out: str, eval_dir: str, fixtures: str, **kwargs: Any) -> None:
+    """Rebuild the consent-wall discriminant (feedmd/model/consent_walls.npz) from the
+    training notices and news sentences, into OUT: for a maintainer changing its data."""
+    from feedmd.model.encoder import E5Encoder
+    from feedmd.tools.evaluation.walls import training_discriminant, write_discriminant
+
+    settings = load(kwargs.pop("config_path"), settings_from(kwargs), None).settings
+    encoder = E5Encoder(settings.event_model_path)
+    discriminant = training_discriminant(Path(eval_dir), Path(fixtures), encoder)
+    write_discriminant(discriminant, Path(out))
+    click.echo(f"wrote {out}: bias {discriminant.bias:.4f}")
+
+
 @eval_group.command("make-reprints")
 @click.argument("pages", type=click.Path(exists=True, file_okay=False))
 @click.argument("out", type=click.Path(file_okay=False))

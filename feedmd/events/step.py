@@ -21,7 +21,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
 
 import numpy as np
 
@@ -38,7 +37,7 @@ from feedmd.events.grouper import (
     merge_neighbours,
 )
 from feedmd.fingerprints.vectors import as_stored, to_stored
-from feedmd.model.encoder import E5Encoder, Encoder
+from feedmd.model.encoder import Encoder, encoder_for
 from feedmd.models import Candidate, Decision, Stage1Result
 from feedmd.settings import Settings
 from feedmd.store import EventRow, Ref, Store
@@ -74,13 +73,6 @@ class EventOutcome:
     def opened(self) -> int:
         """The run's own items that opened an event of their own."""
         return len(self.rows) - self.caught_up - self.joined
-
-
-@lru_cache(maxsize=4)
-def encoder_for(model_path: str) -> E5Encoder:
-    """One encoder per weight file for the process: a second run in the same process
-    (serve's scheduler, the tests) does not map the weights again."""
-    return E5Encoder(model_path)
 
 
 def kept_candidates(stage: Stage1Result, final: Mapping[str, Decision]) -> list[Candidate]:

@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -134,3 +135,10 @@ class E5Encoder:
             _, forward = self._load()
             out[present] = normalise(forward.vectors([self.ids(clipped[i]) for i in present]))
         return out
+
+
+@lru_cache(maxsize=4)
+def encoder_for(model_path: str) -> E5Encoder:
+    """One encoder per weight file for the process: a second run in the same process
+    (serve's scheduler, the tests) does not read the weights again."""
+    return E5Encoder(model_path)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import tlsh
@@ -244,6 +244,56 @@ def junk_verdict(markdown_or_prose: str, settings: Settings | None = None) -> st
     return max(by_kind.items(), key=lambda item: item[1])[0]
 
 
+# Which lines are consent-wall text, by what they say (``feedmd.model.walls.ConsentWalls``:
+# the sentence model is the run's, handed in; without one only the phrases decide).
+WallLines = Callable[[Sequence[str]], Sequence[bool]]
+
+
+def walls_by_meaning(
+    proses: Sequence[Sequence[str]], settings: Settings, walls: WallLines
+) -> list[bool]:
+    """For each page's prose lines: a consent wall by meaning? Only a short page is read
+    (``wall_model_max_chars``, ``wall_model_max_lines``); it is a wall when the lines
+    ``walls`` reads as wall text carry ``wall_model_min_share`` of its characters.
+
+    Every page's longest line is read first, all in one call: in an article it is not wall
+    text and, when it holds more than the share leaves over, no other line can make the
+    page a wall. Only the pages still open have their other lines read, in a second call.
+    So a run pays about one encoding per short article, batched."""
+    totals = [sum(len(line) for line in lines) for lines in proses]
+    open_pages = [
+        n
+        for n, lines in enumerate(proses)
+        if 0 < totals[n] <= settings.wall_model_max_chars
+        and len(lines) <= settings.wall_model_max_lines
+    ]
+    ordered = {n: sorted(proses[n], key=len, reverse=True) for n in open_pages}
+    first = walls([ordered[n][0] for n in open_pages]) if open_pages else []
+    flagged = {
+        n: len(ordered[n][0]) if hit else 0 for n, hit in zip(open_pages, first, strict=True)
+    }
+    needed = {n: settings.wall_model_min_share * totals[n] for n in open_pages}
+    still = [n for n in open_pages if totals[n] - len(ordered[n][0]) + flagged[n] >= needed[n]]
+    rest = [(n, line) for n in still for line in ordered[n][1:]]
+    for (n, line), hit in zip(rest, walls([line for _, line in rest]) if rest else [], strict=True):
+        flagged[n] += len(line) if hit else 0
+    verdict = [False] * len(proses)
+    for n in still:
+        verdict[n] = flagged[n] >= needed[n]
+    return verdict
+
+
+def wall_verdict(
+    lines: Sequence[str], settings: Settings, walls: WallLines | None = None
+) -> str | None:
+    """The junk kind of one page whose prose is ``lines``: the phrases (``junk_verdict``),
+    then, with ``walls``, a consent wall by meaning (``walls_by_meaning``)."""
+    kind = junk_verdict("\n".join(lines), settings)
+    if kind is not None or walls is None:
+        return kind
+    return "consent wall" if walls_by_meaning([lines], settings, walls)[0] else None
+
+
 def markdown_to_prose(
     markdown: str, settings: Settings, furniture: frozenset[str] = frozenset()
 ) -> Prose:
@@ -252,7 +302,8 @@ def markdown_to_prose(
     ``furniture`` holds the keys of lines this page's host prints on many pages (a
     standing disclaimer, a 'contributed to this report' line): they are left out of the
     prose. ``line_keys`` lists every prose line's key, furniture included, so the store can
-    keep counting."""
+    keep counting. (Walls told by meaning are a later pass over a run's pages:
+    ``walls_by_meaning``, ``stages.scrape.without_walls``.)"""
     candidates = _prose_blocks(markdown, settings)
     keys = tuple(line_key(block) for block in candidates)
     blocks = [block for block, key in zip(candidates, keys, strict=True) if key not in furniture]

@@ -4,8 +4,10 @@
 by any feed of the same org is reused, ``known``; an unresolved redirect link is skipped)
 and lists one URL per page key to fetch; ``feedmd.sources.pages`` fetches them and hands
 each body to ``PageReduction``: trafilatura -> Markdown -> prose (``prose``) -> TLSH
-digest and shingles. ``without_furniture`` and ``settle`` are the step's later passes (a
-host's furniture lines left out; the copies of a failed kept page decided again). No I/O
+digest and shingles. ``without_furniture``, ``without_walls`` and ``settle`` are the
+step's later passes (a host's furniture lines left out; short pages that read as a
+consent wall, by the sentence model, left without a digest; the copies of a failed kept
+page decided again). No I/O
 here: the conductor (``feedmd.pipeline``) wires the two halves.
 """
 
@@ -23,7 +25,7 @@ from feedmd.fingerprints.urls import host_of
 from feedmd.models import HTML_TYPES, Candidate, Page, Stage1Result
 from feedmd.settings import Settings
 from feedmd.settings.bodies import PROSE_RULE_VERSION
-from feedmd.stages.prose import markdown_to_prose
+from feedmd.stages.prose import WallLines, markdown_to_prose, walls_by_meaning
 
 EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
 # One trafilatura extraction at a time in the process. Extraction runs in worker threads
@@ -188,6 +190,36 @@ def without_furniture(
         )
         if furniture:
             out[key] = replace(fingerprint(page, settings, furniture), line_keys=page.line_keys)
+    return out
+
+
+WALL_REASON = "junk page: consent wall"
+
+
+def without_walls(
+    pages: Mapping[PageKey, Page], walls: WallLines | None, settings: Settings
+) -> dict[PageKey, Page]:
+    """The pages whose prose reads as a consent wall (``prose.walls_by_meaning``, all the
+    pages' lines in two batched calls of ``walls``) without their digest, and why: as the
+    phrases' junk pages, so two articles behind one wall are never reprints."""
+    keys = list(pages)
+    return dict(zip(keys, walls_removed([pages[k] for k in keys], walls, settings), strict=True))
+
+
+def walls_removed(pages: Sequence[Page], walls: WallLines | None, settings: Settings) -> list[Page]:
+    """``without_walls`` for a list of pages (the stored bodies fingerprinted again)."""
+    out = list(pages)
+    if walls is None:
+        return out
+    # a page reused as stored was read under these settings already (they are part of
+    # its prose settings version): only new, copied and refingerprinted pages are read
+    fingerprinted = [
+        n for n, page in enumerate(pages) if page.digest and (page.status != "reused" or page.stale)
+    ]
+    proses = [pages[n].prose.splitlines() for n in fingerprinted]
+    for n, wall in zip(fingerprinted, walls_by_meaning(proses, settings, walls), strict=True):
+        if wall:
+            out[n] = replace(pages[n], digest=None, shingles=b"", no_digest_reason=WALL_REASON)
     return out
 
 

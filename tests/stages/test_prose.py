@@ -28,8 +28,8 @@ def with_extra(**extra: Any) -> Settings:
     return dataclasses.replace(SETTINGS, **extra)
 
 
-def test_rule_version_is_v3() -> None:
-    assert PROSE_RULE_VERSION == "prose-v3"
+def test_rule_version_is_v4() -> None:
+    assert PROSE_RULE_VERSION == "prose-v4"
 
 
 def test_line_needs_twelve_words() -> None:

@@ -27,9 +27,10 @@ from typing import Any
 import trafilatura
 
 from feedmd.errors import EvalDataError
+from feedmd.model.walls import walls_for
 from feedmd.models import Page
 from feedmd.settings import Settings
-from feedmd.stages.scrape import EXTRACTOR, extract_page
+from feedmd.stages.scrape import EXTRACTOR, extract_page, walls_removed
 from feedmd.tools.evaluation.headlines import read_jsonl
 
 EVAL_ORG = "eval"
@@ -138,9 +139,10 @@ def summarise(scores: Sequence[PageScore]) -> dict[str, float | None]:
 
 def page_prose(page: LabelledPage, settings: Settings) -> tuple[str, str | None]:
     """The prose stage 2 would fingerprint for a page ('' without a digest), and the
-    reason there is no digest."""
+    reason there is no digest (consent walls told by meaning included, as a run does)."""
     base = Page(url_hash=page.id, url=page.url, org=EVAL_ORG, status="failed", extractor=EXTRACTOR)
     result = extract_page(base, page.html, settings)
+    result = walls_removed([result], walls_for(settings), settings)[0]
     if result.error:
         return "", result.error
     if result.digest is None:

@@ -19,11 +19,12 @@ from typing import Any
 
 from feedmd.errors import EvalDataError, FetchError
 from feedmd.fingerprints.shingles import containment, unpack
+from feedmd.model.walls import walls_for
 from feedmd.models import Match, Page
 from feedmd.settings import Settings
 from feedmd.sources.http import Fetcher
 from feedmd.stages.prose import junk_verdict
-from feedmd.stages.scrape import extract_page, fingerprint
+from feedmd.stages.scrape import extract_page, fingerprint, walls_removed
 from feedmd.stages.stage2 import BodyVerdict, _Scope, judge
 from feedmd.tools.evaluation.headlines import read_jsonl
 
@@ -31,7 +32,12 @@ _BASE = Page(url_hash="", url="", org="", status="failed")
 
 
 def load_page(source: str, settings: Settings) -> Page:
-    """A page from a file path (HTML) or an http(s) URL, extracted and fingerprinted."""
+    """A page from a file path (HTML) or an http(s) URL, extracted and fingerprinted as a
+    run would (consent walls told by meaning included)."""
+    return walls_removed([_extracted_page(source, settings)], walls_for(settings), settings)[0]
+
+
+def _extracted_page(source: str, settings: Settings) -> Page:
     base = dataclasses.replace(_BASE, url=source)
     if source.startswith(("http://", "https://")):
 
@@ -151,12 +157,16 @@ def evaluate_reprints(path: str | Path, settings: Settings) -> dict[str, Any]:
     found = {name: 0 for name in matchers}
     predicted: list[str] = []
     wrong = {name: 0 for name in matchers}
-    for row in read_jsonl(path, ("id", "label")):
+    rows = list(read_jsonl(path, ("id", "label")))
+    sides = [_pair_page(row, side, folder, settings) for row in rows for side in ("a", "b")]
+    # consent walls told by meaning, as a run does: every side in one batched pass
+    sides = walls_removed(sides, walls_for(settings), settings)
+    for n, row in enumerate(rows):
         label = str(row["label"])
         if label not in ("reprint", "different"):
             raise EvalDataError(f"pair {row['id']}: label must be reprint or different")
         counts[label] += 1
-        a, b = _pair_page(row, "a", folder, settings), _pair_page(row, "b", folder, settings)
+        a, b = sides[2 * n], sides[2 * n + 1]
         if a.digest is None or b.digest is None:
             no_digest += 1
             if label == "reprint":
