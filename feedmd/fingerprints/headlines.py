@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from feedmd.fingerprints.word_forms import canonical_token
 from feedmd.settings import Settings
 
 # Words that carry no identity in a headline: articles, short prepositions and the
@@ -87,6 +88,11 @@ MAX_TITLE_CHARS = 2000
 # "title" is a summary pasted into a feed, and its ~260 tokens would cost the index tens of
 # thousands of keys for the whole window.
 MAX_HEADLINE_TOKENS = 40
+# The version of ``normalize_headline``'s tokens. The store keeps every item's tokens and
+# re-tokenises them when this is newer than theirs (feedmd/store/headline_tokens.py), so
+# bump it with any change to the tokens: 2 = number words and peoples as one token
+# (word_forms.py).
+HEADLINE_TOKENS_VERSION = 2
 
 
 def strip_publisher_suffix(title: str) -> str:
@@ -118,7 +124,7 @@ def normalize_headline(title: str) -> tuple[str, ...]:
     if not isinstance(title, str):
         return ()
     words = (word.lower() for word in headline_words(title))
-    tokens = (token for token in words if token not in STOPWORDS)
+    tokens = (canonical_token(token) for token in words if token not in STOPWORDS)
     return tuple(itertools.islice(tokens, MAX_HEADLINE_TOKENS))
 
 

@@ -18,6 +18,7 @@ private to the package; every other module sees plain data (``feedmd.models``)::
     event_pending.py  kept items waiting for an event (caught up by later runs)
     history.py  what replay, the dry run and the evaluations read back
     retries.py  failed items' retries: due items, attempts, recovered decisions
+    headline_tokens.py  stored headline tokens re-made when the tokeniser changes
     keys.py     the candidate keys of kept items; candidates.py reads the window by them
                 (headlines; title_pairs.py its token pairs), body_candidates.py (bodies)
     range_packs.py  window rows packed per range of item ids: the TLSH digests

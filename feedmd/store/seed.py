@@ -15,7 +15,7 @@ from pathlib import Path
 from feedmd.models import Candidate, Page
 from feedmd.settings import Settings
 from feedmd.settings.bodies import prose_settings_version
-from feedmd.store import bulk_load, digest_packs
+from feedmd.store import bulk_load, digest_packs, headline_tokens
 from feedmd.store.dialect import POSTGRESQL, dialect_of
 from feedmd.store.keys import add_item_keys, item_key_rows, keys_dirty
 from feedmd.store.runs import ENTRY_COLUMNS, entry_values
@@ -69,6 +69,8 @@ class Seeding(Connected):
         stamp = iso(now)
         ids: list[int] = []
         with transaction(self._db) as conn:
+            if headline_tokens.behind(conn):  # the items it holds first (none, when new)
+                headline_tokens.retokenise(conn)
             run_id = inserted_id(
                 conn,
                 "INSERT INTO runs (started_at, as_of, status, settings_json)"

@@ -19,7 +19,7 @@ from feedmd.models import (
 )
 from feedmd.settings import Settings
 from feedmd.settings.bodies import prose_settings_version
-from feedmd.store import digest_packs
+from feedmd.store import digest_packs, headline_tokens
 from feedmd.store.body_candidates import body_candidates
 from feedmd.store.candidates import candidate_snapshot, needs_whole_window
 from feedmd.store.keys import keys_dirty, sync_dirty
@@ -106,7 +106,11 @@ class WindowReads(Connected):
         """Recompute the candidate keys of the items stored or changed since they were
         computed (all kept items, the first time after migration 0012), in one
         transaction; return how many."""
-        if not keys_dirty(self._conn) and not digest_packs.behind(self._conn):
+        if (
+            not keys_dirty(self._conn)
+            and not digest_packs.behind(self._conn)
+            and not headline_tokens.behind(self._conn)
+        ):
             return 0  # the usual case: no write lock taken
         if self._conn.in_transaction:
             return self._sync(self._conn)
@@ -115,6 +119,8 @@ class WindowReads(Connected):
 
     @staticmethod
     def _sync(conn: Connection) -> int:
+        if headline_tokens.behind(conn):  # a newer tokeniser than the stored tokens'
+            headline_tokens.retokenise(conn)
         done = sync_dirty(conn)
         for org_id in digest_packs.behind(conn):  # digests stored before migration 0013
             digest_packs.seal(conn, org_id)
