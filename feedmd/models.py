@@ -130,6 +130,9 @@ class StoredBody:
     shingles: bytes = b""
     host: str = ""  # the publisher's host (``urls.publisher_host``); "" when unknown
     tokens: tuple[str, ...] = ()  # the item's normalised headline tokens
+    # the headline tokens of the window's items stage 2 found carrying this same body (its
+    # reprints, and the items kept as a shared block of it): the shared-block check's count
+    echoes: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -273,3 +273,41 @@ def test_a_recurring_title_with_the_same_body_is_a_duplicate_across_runs(
     rows = _recurring_title_over_two_runs(site, store, same_body=True)
     assert rows[0] == ("kept", "stage2", None)
     assert rows[1][:2] == ("duplicate", "stage2")
+
+
+SHARED = [  # one page text (a consent platform's notice, say) behind unrelated stories
+    ("tax", "paper.example", "Government plans a new fuel tax"),
+    ("strike", "news.example", "Rail strike on Monday"),
+    ("final", "sport.example", "United win the cup final"),
+    ("storm", "weather.example", "Storm warning for the coast"),
+]
+
+
+def test_a_body_under_unrelated_stories_over_runs_is_a_shared_block(
+    site: Site, store: Store
+) -> None:
+    """One new item a run, each on its own host: the second is dropped as a reprint (two
+    stories prove nothing), the third is kept as a shared block because the store counts the
+    stored reprint's headline, and the fourth because it counts the kept shared block's."""
+    body = story("notice", 6)
+    specs: list[FeedItemSpec] = []
+    feed = "http://feeds.example/a.xml"
+    for n, (key, host, title) in enumerate(SHARED):
+        url = site.put(f"http://{host}/{key}", article_html(title, body))
+        specs.append(FeedItemSpec(title, url, at(1 + n), guid=key))
+    site.put(feed, rss(specs[:1]))
+    server = site.start()
+    config = make_config([("org", "a", feed)], server)
+    for n in range(len(SHARED)):
+        site.put(feed, rss(specs[: n + 1]))
+        run(store, config, now=at(1 + n, 30))
+    rows = store._db.execute(
+        "SELECT title_raw, decision, rule, matched_item_id FROM items ORDER BY id"
+    ).fetchall()
+    first_id = store._db.execute("SELECT MIN(id) FROM items").fetchone()[0]
+    assert [row[1:] for row in rows] == [
+        ("kept", None, None),
+        ("duplicate", "tlsh", first_id),
+        ("kept", "shared-block", first_id),
+        ("kept", "shared-block", first_id),
+    ]

@@ -22,6 +22,12 @@ Two checks sit on top of the matchers:
   same host whose headline shares no content word with this one is that host's wall or
   template (a consent notice the wall list missed), not a reprint: the item is kept,
   marked, and its body is not compared again in the run. It needs no word list.
+- **shared blocks** (``shared_block_min_stories``): a body near-identical to bodies under
+  the headlines of that many unrelated stories, on any hosts, is a block many sites print
+  (a consent platform's notice), not a reprint: counted over the kept bodies of the window
+  within ``tlsh_max_distance`` and the run's reprints of the same body, headlines that
+  share a content word being one story. Every item of the run it had dropped is kept and
+  marked. It needs no word list either.
 - **recurring titles** (``recurring_title_check``): a survivor that stage 1 let through
   only because its identical title came from the same publisher (``Candidate.recurring``)
   is a duplicate if its body is a reprint, kept if the body differs, and decided by the
@@ -43,6 +49,10 @@ from feedmd.models import Candidate, Decision, Match, Page, Stage1Result, Window
 from feedmd.settings import Settings
 from feedmd.stages.stage1 import scope_key
 
+# The rule of a body kept as a shared block; with its matched body stored, the later window
+# reads count its headline among the body's (store/body_candidates.py ECHO_WHERE).
+SHARED_BLOCK = "shared-block"
+
 
 @dataclass(frozen=True)
 class _Byline:
@@ -50,6 +60,16 @@ class _Byline:
 
     host: str
     tokens: frozenset[str]
+    echoes: tuple[frozenset[str], ...] = ()  # a stored body's (StoredBody.echoes)
+
+
+@dataclass
+class _Echoes:
+    """The run's reprints of one body, for the shared-block check: their headlines' tokens,
+    and those still decided as reprints (a later one may show the body to be shared)."""
+
+    headlines: list[frozenset[str]] = field(default_factory=list)
+    undecided: list[tuple[Candidate, BodyVerdict, Page]] = field(default_factory=list)
 
 
 @dataclass
@@ -160,12 +180,15 @@ def decide(
             scopes[scope_key(stored.feed, stored.org, settings)].add(
                 stored.digest, stored.shingles, match
             )
-            bylines[match] = _Byline(stored.host, frozenset(stored.tokens))
+            bylines[match] = _Byline(
+                stored.host, frozenset(stored.tokens), tuple(map(frozenset, stored.echoes))
+            )
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,
         "scope": settings.dedup_scope,
     }
     decisions: dict[str, Decision] = {}
+    reprints_of: defaultdict[Match, _Echoes] = defaultdict(_Echoes)
     for candidate in survivors:
         entry = candidate.entry
         page = pages[(entry.org, candidate.page_key)]
@@ -204,6 +227,18 @@ def decide(
         if _host_furniture(verdict, own, bylines, settings):
             decisions[candidate.key] = _furniture(candidate, verdict, page, common)
             continue
+        if verdict.tier == "reprint" and verdict.matched and settings.shared_block_min_stories:
+            echoes = reprints_of[verdict.matched]
+            echoes.headlines.append(own.tokens)
+            echoes.undecided.append((candidate, verdict, page))
+            stories = _stories_under(verdict.matched, bylines, echoes.headlines)
+            if stories >= settings.shared_block_min_stories:
+                for echo, echo_verdict, echo_page in echoes.undecided:  # this one, earlier ones
+                    decisions[echo.key] = _shared_block(
+                        echo, echo_verdict, echo_page, common, stories
+                    )
+                echoes.undecided.clear()
+                continue
         decision = _decision(candidate, verdict, page, common)
         if candidate.recurring is not None:
             decision = _confirmed(decision, candidate.recurring)
@@ -244,6 +279,52 @@ def _furniture(
         "note": "the same body under an unrelated headline of the same host",
     }
     return Decision(key=candidate.key, stage="stage2", decision="kept", evidence=evidence)
+
+
+def _stories_under(
+    matched: Match, bylines: Mapping[Match, _Byline], echoes: Sequence[frozenset[str]]
+) -> int:
+    """The unrelated stories whose headlines stand over one body: the matched body's, those
+    of the window's items stage 2 found carrying it, and the run's reprints of it."""
+    byline = bylines.get(matched)
+    stored = [byline.tokens, *byline.echoes] if byline else []
+    return unrelated_stories([*stored, *echoes])
+
+
+def unrelated_stories(headlines: Sequence[frozenset[str]]) -> int:
+    """How many unrelated stories these headlines' token sets stand for: headlines linked
+    by a shared content word, directly or through others, are one story. A headline
+    without tokens says nothing and is not counted."""
+    groups: list[set[str]] = []
+    for tokens in headlines:
+        if not tokens:
+            continue
+        linked = [group for group in groups if group & tokens]
+        merged = set(tokens).union(*linked)
+        groups = [group for group in groups if not group & tokens] + [merged]
+    return len(groups)
+
+
+def _shared_block(
+    candidate: Candidate, verdict: BodyVerdict, page: Page, common: dict[str, Any], stories: int
+) -> Decision:
+    """Kept: the body is a block printed under unrelated stories, not this story's text."""
+    reprint = _decision(candidate, verdict, page, common)
+    evidence = {
+        **reprint.evidence,
+        "verdict": "shared block",
+        "shared_with": _ref(verdict.matched),
+        "unrelated_stories": stories,
+        "note": "the same body under the headlines of unrelated stories",
+    }
+    return Decision(
+        key=candidate.key,
+        stage="stage2",
+        decision="kept",
+        rule=SHARED_BLOCK,
+        matched=verdict.matched,
+        evidence=evidence,
+    )
 
 
 def _confirmed(decision: Decision, recurring: Decision) -> Decision:

@@ -117,7 +117,8 @@ def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[Stor
             f" JOIN orgs o ON o.id = i.org_id JOIN bodies b ON b.id = i.body_id"
             f" WHERE i.id IN ({_marks(chunk)}) AND i.published_at >= ? AND i.decision = 'kept'",
             (*chunk, cutoff),
-        )
+        ).fetchall()
+        echoes = echo_headlines(conn, [row[0] for row in rows], cutoff)
         for item_id, feed, org, digest, published, shingles, url, norm in rows:
             if digest:
                 found.append(
@@ -130,6 +131,34 @@ def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[Stor
                         shingles=shingles or b"",
                         host=publisher_host(url) if url else "",
                         tokens=tuple(norm.split()),
+                        echoes=tuple(echoes.get(item_id, ())),
                     )
                 )
     return found
+
+
+# Echo headlines read per body: enough to count any sane shared_block_min_stories, and a
+# bound on what a consent notice printed under thousands of items costs a window read.
+MAX_ECHOES = 100
+# The stage-2 decisions that say "this item carries that body": a reprint, a shared block.
+ECHO_WHERE = "i.stage = 'stage2' AND (i.decision = 'duplicate' OR i.rule = 'shared-block')"
+
+
+def echo_headlines(
+    conn: Connection, item_ids: Sequence[int], cutoff: str
+) -> dict[int, list[tuple[str, ...]]]:
+    """For each kept body among ``item_ids``: the headline tokens of the window's items
+    that stage 2 found carrying it (``StoredBody.echoes``), at most ``MAX_ECHOES``."""
+    echoes: dict[int, list[tuple[str, ...]]] = {}
+    for chunk in chunks(sorted(set(item_ids))):
+        rows = conn.execute(
+            f"SELECT i.matched_item_id, i.title_norm FROM items i"
+            f" WHERE i.matched_item_id IN ({_marks(chunk)}) AND i.published_at >= ?"
+            f" AND {ECHO_WHERE} ORDER BY i.id",
+            (*chunk, cutoff),
+        )
+        for matched, norm in rows:
+            found = echoes.setdefault(int(matched), [])
+            if len(found) < MAX_ECHOES:
+                found.append(tuple(norm.split()))
+    return echoes

@@ -3,6 +3,8 @@ stored, the window snapshot, stored pages, cached link resolutions, furniture co
 
 from __future__ import annotations
 
+import dataclasses
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -20,7 +22,7 @@ from feedmd.models import (
 from feedmd.settings import Settings
 from feedmd.settings.bodies import prose_settings_version
 from feedmd.store import digest_packs, headline_tokens
-from feedmd.store.body_candidates import body_candidates
+from feedmd.store.body_candidates import ECHO_WHERE, MAX_ECHOES, body_candidates
 from feedmd.store.candidates import candidate_snapshot, needs_whole_window
 from feedmd.store.keys import keys_dirty, sync_dirty
 from feedmd.store.schema import Connected, Connection, chunks, to_unsigned64, transaction
@@ -140,7 +142,7 @@ class WindowReads(Connected):
         rows = self._conn.execute(
             f"SELECT i.id, f.name, o.name, i.entry_id, i.url_hash, i.title_raw, i.title_norm,"
             f" i.simhash, i.published_at, i.decision, i.matched_item_id, b.digest, b.shingles,"
-            f" i.url"
+            f" i.url, {ECHO_WHERE}"
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
@@ -148,6 +150,7 @@ class WindowReads(Connected):
             (*orgs, cutoff),
         ).fetchall()
         entry_ids, url_hashes, headlines, bodies = [], [], [], []
+        echoes: defaultdict[int, list[tuple[str, ...]]] = defaultdict(list)
         for (
             item_id,
             feed,
@@ -163,7 +166,10 @@ class WindowReads(Connected):
             digest,
             shingles,
             url,
+            echo,
         ) in rows:
+            if echo and matched and len(echoes[matched]) < MAX_ECHOES:
+                echoes[matched].append(tuple(norm.split()))
             canonical = matched if decision == "duplicate" and matched else item_id
             entry_ids.append((feed, org, entry_id, canonical))
             if hashed:
@@ -197,6 +203,12 @@ class WindowReads(Connected):
                         tokens=tuple(norm.split()),
                     )
                 )
+        bodies = [  # the echoes of a body come after it, in id order
+            dataclasses.replace(body, echoes=tuple(echoes[body.item_id]))
+            if body.item_id in echoes
+            else body
+            for body in bodies
+        ]
         return WindowSnapshot(
             entry_ids=tuple(entry_ids),
             url_hashes=tuple(url_hashes),

@@ -225,3 +225,97 @@ def test_furniture_against_a_stored_body_of_the_window() -> None:
     related = [entry("strike", "paper.example", "Fuel tax and a rail strike", 2)]
     decisions = both_stages(related, {"strike": WALL}, snapshot=snapshot)
     assert decisions["strike"].decision == "duplicate"
+
+
+# --- stage 2: shared blocks (one body under unrelated stories, on any hosts) ---------------
+
+UNRELATED = [
+    ("tax", "paper.example", "Government plans a new fuel tax"),
+    ("strike", "news.example", "Rail strike on Monday"),
+    ("final", "sport.example", "United win the cup final"),
+    ("storm", "weather.example", "Storm warning for the coast"),
+]
+
+
+def spread(titles: list[tuple[str, str, str]]) -> list[Entry]:
+    return [entry(key, host, title, n + 1) for n, (key, host, title) in enumerate(titles)]
+
+
+def test_one_body_under_three_unrelated_stories_is_a_shared_block() -> None:
+    decisions = both_stages(spread(UNRELATED[:3]), {key: WALL for key, _, _ in UNRELATED})
+    assert decisions["tax"].decision == "kept"
+    for later in ("strike", "final"):  # the second was a reprint until the third showed
+        assert decisions[later].decision == "kept"
+        assert decisions[later].rule == "shared-block"
+        assert decisions[later].evidence["verdict"] == "shared block"
+        assert decisions[later].evidence["shared_with"] == {"run_key": "f\x1ftax"}
+    assert decisions["final"].evidence["unrelated_stories"] == 3
+
+
+def test_one_body_under_two_unrelated_stories_is_still_a_reprint() -> None:
+    decisions = both_stages(spread(UNRELATED[:2]), {key: WALL for key, _, _ in UNRELATED})
+    assert decisions["strike"].decision == "duplicate"
+
+
+def test_headlines_linked_by_a_word_are_one_story() -> None:
+    linked = [
+        ("tax", "paper.example", "Government plans a new fuel tax"),
+        ("strike", "news.example", "Fuel tax protest: rail strike on Monday"),
+        ("final", "sport.example", "Rail union calls off the strike"),
+    ]
+    decisions = both_stages(spread(linked), {key: WALL for key, _, _ in linked})
+    assert [decisions[key].decision for key, _, _ in linked] == ["kept", "duplicate", "duplicate"]
+
+
+def test_shared_block_threshold_both_sides_and_off() -> None:
+    bodies = {key: WALL for key, _, _ in UNRELATED}
+    four = dataclasses.replace(SETTINGS, shared_block_min_stories=4)
+    decisions = both_stages(spread(UNRELATED[:3]), bodies, four)
+    assert decisions["final"].decision == "duplicate"
+    decisions = both_stages(spread(UNRELATED), bodies, four)
+    assert [decisions[key].decision for key, _, _ in UNRELATED] == ["kept"] * 4
+    off = dataclasses.replace(SETTINGS, shared_block_min_stories=0)
+    decisions = both_stages(spread(UNRELATED), bodies, off)
+    assert [decisions[key].decision for key, _, _ in UNRELATED[1:]] == ["duplicate"] * 3
+
+
+def test_the_stored_reprints_of_a_body_count_towards_its_stories() -> None:
+    wall = page("stored", WALL)
+    assert wall.digest is not None
+    stored = StoredBody(
+        item_id=7,
+        feed="f",
+        org="o",
+        digest=wall.digest,
+        published=at(7),
+        shingles=wall.shingles,
+        host="paper.example",
+        tokens=normalize_headline("Government plans a new fuel tax"),
+        echoes=(normalize_headline("Rail strike on Monday"),),  # dropped by an earlier run
+    )
+    final = [entry("final", "sport.example", "United win the cup final", 2)]
+    decisions = both_stages(final, {"final": WALL}, snapshot=WindowSnapshot(bodies=(stored,)))
+    assert decisions["final"].rule == "shared-block"
+    assert decisions["final"].matched == Match(item_id=7)
+    alone = dataclasses.replace(stored, echoes=())
+    decisions = both_stages(final, {"final": WALL}, snapshot=WindowSnapshot(bodies=(alone,)))
+    assert decisions["final"].decision == "duplicate"
+
+
+def test_unrelated_stories_counts_groups_linked_through_shared_words() -> None:
+    chain = [frozenset({"a", "b"}), frozenset({"c"}), frozenset({"b", "c"}), frozenset({"d"})]
+    assert stage2.unrelated_stories(chain) == 2  # a-b and c joined through b-c; d alone
+    assert stage2.unrelated_stories([frozenset(), frozenset({"x"})]) == 1  # no tokens: no say
+    assert stage2.unrelated_stories([]) == 0
+
+
+def test_shared_block_min_stories_of_one_is_refused() -> None:
+    from click.testing import CliRunner
+
+    from feedmd.cli.main import main
+
+    refused = CliRunner().invoke(main, ["settings"], env={"FEEDMD_SHARED_BLOCK_MIN_STORIES": "1"})
+    assert refused.exit_code != 0
+    assert "0 (off) or at least 2" in refused.output
+    taken = CliRunner().invoke(main, ["settings"], env={"FEEDMD_SHARED_BLOCK_MIN_STORIES": "2"})
+    assert taken.exit_code == 0 and "shared_block_min_stories = 2" in taken.output

@@ -47,6 +47,9 @@ EVIDENCE_LABELS = {
     "subject_gate_blocked": "subject gate blocked",
     "shared_grams": "shared character 3-grams",
     "replaced_representative": "replaced representative",
+    "shared_with": "the same body as",
+    "unrelated_stories": "unrelated stories under this body",
+    "furniture_of": "the same body as",
 }
 EVIDENCE_WORDS = {
     "where": {
@@ -58,6 +61,8 @@ EVIDENCE_WORDS = {
         "similar": "similar body: kept and marked “possible duplicate”",
         "different": "a different body",
         "no digest": "no digest: too little prose to compare",
+        "shared block": "shared block: the same body under unrelated stories, so kept",
+        "host furniture": "host furniture: the same body under an unrelated headline, so kept",
     },
     "decided_by": {
         "tlsh": "TLSH distance",
