@@ -12,9 +12,10 @@ from feedmd.settings.fields import setting
 
 # The prose rule's own version (feedmd/stages/prose.py): bump it with any change to what
 # the rule keeps, and every stored digest is made again from its stored Markdown.
+# v5: a sub-heading between paragraphs, a table row read as one line, lines of 8 words;
 # v4: consent walls are also told by meaning (the wall_model settings); v3: table cells
 # are read as text (v2: every table row was structure).
-PROSE_RULE_VERSION = "prose-v4"
+PROSE_RULE_VERSION = "prose-v5"
 
 
 def _off_or_at_least_two(value: int) -> str | None:
@@ -27,9 +28,12 @@ class BodySettings:
     """The prose rule and stage 2's body rules."""
 
     prose_min_words: int = setting(
-        12,
-        "A Markdown line counts as prose only with at least this many words (12: "
-        "shorter lines are captions, bylines and menu items.",
+        8,
+        "A Markdown line counts as prose only with at least this many words (shorter lines "
+        "are captions, bylines and menu items; a table row counts its cells' words). On 111 "
+        "labelled article pages, prose-v5, F1 12 / 10 / 8 / 6: 0.9578 / 0.9589 / 0.9642 / "
+        "0.9647, precision 0.9834 / 0.9830 / 0.9835 / 0.9820; 8 is better than 12 on both "
+        "halves of the pages (sorted by id: 0.9387 -> 0.9501, 0.9759 -> 0.9778).",
         minimum=1,
         maximum=10_000,
     )

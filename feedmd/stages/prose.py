@@ -4,11 +4,14 @@ Raw page text does not work: a big publisher's navigation can be longer than the
 would make every article of that site look alike (seed 003). So the Markdown is reduced to
 prose, in four steps:
 
-1. Lines. Headings, rules and code are structure and never prose. A table row is
+1. Lines. Rules and code are structure and never prose; a heading is never prose on its
+   own (step 3 keeps a story's sub-heading between two paragraphs). A table row is
    structure, but its cells are text like any other line: older and regional sites lay
    whole articles out in HTML tables, and trafilatura returns such an article as one cell
-   (``| | <the whole article> |``), which must give its prose; a table of short cells (a
-   calendar, a list of results) still gives none. Inline HTML tags and Markdown escapes are
+   (``| | <the whole article> |``), which must give its prose; a row none of whose cells
+   is prose is read as one line (a row of the story's own table reads as a sentence); a
+   row is its own context (rows never join), so a table of short cells (a calendar, a
+   list of scores) still gives none. Inline HTML tags and Markdown escapes are
    removed; list marks and emphasis too.
 2. Each line on its own: prose when it has at least ``prose_min_words`` words (CJK
    characters count as half a word) or is a short sentence (ends in sentence punctuation,
@@ -17,9 +20,10 @@ prose, in four steps:
    "Sign up for our newsletter", "All rights reserved", ...).
 3. Paragraph context: a short line that sits between two prose lines (with only other
    short lines in between) is kept too: short paragraphs, quotes, list items of the story,
-   the pieces of a paragraph that trafilatura wrapped over several lines.
-   A heading, table, link list or boilerplate line breaks the context, so menus, bylines
-   and related-story rails around the story stay out.
+   the pieces of a paragraph that trafilatura wrapped over several lines, and a heading
+   between two paragraphs (the story's own sub-heading, "What happens next").
+   A table, link list or boilerplate line breaks the context, and so does a heading that
+   no paragraph precedes, so menus, bylines and related-story rails stay out.
 4. Junk pages (consent walls, anti-bot pages, paywalls, error pages, in twelve languages:
    ``walls.py``) give the same text for unrelated articles: when such text dominates,
    there is no digest. Under
@@ -28,8 +32,10 @@ prose, in four steps:
 
 Measured on the 111 real pages of eval/pages (``feedmd eval pages``, the benchmark's
 4-gram shingle metric): seed 003's line rule (prose-v1) P 0.971 R 0.876 F1 0.921, 3 pages
-without digest; this rule (prose-v2) P 0.982 R 0.922 F1 0.951, 1 page without digest (a
-360-character paywalled WSJ teaser); trafilatura's own plain text P 0.948 R 0.978 F1 0.963.
+without digest; prose-v2 P 0.982 R 0.922 F1 0.951, 1 page without digest (a
+360-character paywalled WSJ teaser); trafilatura's own plain text P 0.948 R 0.978 F1 0.963;
+this rule (prose-v5: sub-headings, a table row read as one line, 8-word lines) in
+docs/accuracy.md.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ _RULE = re.compile(r"[-=*_ ]{3,}")
 _NO_SPACE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
 _STRUCTURE = ("#", "|", ">|", "---", "===")
+# An ATX heading: one to six marks and a space ("#hashtag" is text, not a heading).
+_HEADING = re.compile(r"^#{1,6}\s+")
 _TABLE_ROW = ("|", ">|")
 # A Markdown table's header separator row: | --- | :---: |
 _TABLE_RULE = re.compile(r">?[\s|:-]*-[\s|:-]*")
@@ -104,9 +112,27 @@ def line_key(line: str) -> str:
     return hashlib.blake2b(folded.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def _blocks(markdown: str) -> Iterator[str | None]:
-    """The text lines of Markdown; None for structure (a heading, table row, rule or code),
-    which is never prose and breaks paragraph context.
+@dataclass(frozen=True)
+class _Heading:
+    """A Markdown heading line's text: never prose on its own, kept like a short line when
+    it sits between two prose lines (a story's own sub-heading), else it breaks context."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class _Row:
+    """The text pieces of one table row (``_cells``): each piece a line when one of them is
+    prose on its own (an article laid out in a cell, beside its menu), else the row read
+    as one line (a row of a story's own table: "Kyle Busch | Toyota | 5,040 points")."""
+
+    pieces: tuple[str, ...]
+
+
+def _blocks(markdown: str) -> Iterator[str | _Heading | _Row | None]:
+    """The text lines of Markdown; a ``_Heading`` for a heading, a ``_Row`` for a table
+    row; None for other structure (a rule or code, and the borders of a row), which is
+    never prose and breaks paragraph context.
 
     Lines are not joined into paragraphs: when trafilatura falls back to its baseline
     extraction it puts menu items on consecutive lines ("Section 1\nSection 2\n..."), and
@@ -122,8 +148,12 @@ def _blocks(markdown: str) -> Iterator[str | None]:
             yield None
         elif line.startswith(_TABLE_ROW):
             yield None  # a row is its own context: cells of one row may join, rows never
-            yield from _cells(line)
+            pieces = tuple(_cells(line))
+            if pieces:
+                yield _Row(pieces)
             yield None
+        elif _HEADING.match(line):
+            yield _Heading(_HEADING.sub("", line))
         elif line.startswith(_STRUCTURE) or _RULE.fullmatch(line):
             yield None
         elif line:
@@ -190,12 +220,27 @@ def prose_line(line: str, settings: Settings) -> str | None:
     return plain if kind == "prose" else None
 
 
+def _classified(markdown: str, settings: Settings) -> Iterator[tuple[str, str]]:
+    """(kind, plain text) of every block: 'prose', 'short', 'heading', 'drop', 'structure'."""
+    for block in _blocks(markdown):
+        if block is None:
+            yield "structure", ""
+        elif isinstance(block, _Heading):
+            plain = _plain(block.text)[0]
+            yield ("heading", plain) if plain else ("structure", "")
+        elif isinstance(block, _Row):
+            pieces = [_classify(piece, settings) for piece in block.pieces]
+            if any(kind == "prose" for kind, _ in pieces):
+                yield from pieces
+            else:
+                yield _classify(" ".join(block.pieces), settings)
+        else:
+            yield _classify(block, settings)
+
+
 def _prose_blocks(markdown: str, settings: Settings) -> list[str]:
     """The plain text of every block kept as prose, in order (steps 1-3)."""
-    classified = [
-        ("structure", "") if block is None else _classify(block, settings)
-        for block in _blocks(markdown)
-    ]
+    classified = _classified(markdown, settings)
     kept: list[str] = []
     run: list[str] = []  # short blocks since the last prose block
     after_prose = False
@@ -206,7 +251,7 @@ def _prose_blocks(markdown: str, settings: Settings) -> list[str]:
             kept.append(plain)
             run = []
             after_prose = True
-        elif kind == "short" and after_prose:
+        elif kind in ("short", "heading") and after_prose:
             run.append(plain)
         else:
             run = []

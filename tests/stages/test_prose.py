@@ -1,6 +1,6 @@
-"""Markdown -> prose -> TLSH: prose-v3 (the line rule plus paragraph context, short
-sentences, CJK word counts, table cells, furniture lines and junk pages), both sides of each
-threshold. Walls in every language are in test_walls.py."""
+"""Markdown -> prose -> TLSH: prose-v5 (the line rule plus paragraph context, sub-headings,
+short sentences, CJK word counts, table cells and rows, furniture lines and junk pages), both
+sides of each threshold. Walls in every language are in test_walls.py."""
 
 from __future__ import annotations
 
@@ -28,17 +28,20 @@ def with_extra(**extra: Any) -> Settings:
     return dataclasses.replace(SETTINGS, **extra)
 
 
-def test_rule_version_is_v4() -> None:
-    assert PROSE_RULE_VERSION == "prose-v4"
+def test_rule_version_is_v5() -> None:
+    assert PROSE_RULE_VERSION == "prose-v5"
 
 
-def test_line_needs_twelve_words() -> None:
-    assert prose_line(TWELVE, SETTINGS) == TWELVE
-    assert prose_line(TWELVE.rsplit(" ", 1)[0], SETTINGS) is None
+def test_line_needs_eight_words() -> None:
+    eight = " ".join(TWELVE.split()[:8])
+    assert prose_line(eight, SETTINGS) == eight
+    assert prose_line(eight.rsplit(" ", 1)[0], SETTINGS) is None
+    assert prose_line(eight, with_extra(prose_min_words=9)) is None
 
 
 def test_headings_tables_and_link_lists_are_dropped() -> None:
     assert prose_line("# " + TWELVE, SETTINGS) is None
+    assert prose_line("| " + TWELVE + " |", SETTINGS) is None
     links = " ".join(f"[word{i} more{i}](https://x/{i})" for i in range(7))
     assert prose_line("- " + links, SETTINGS) is None
 
@@ -78,12 +81,13 @@ def test_short_lines_between_paragraphs_are_kept() -> None:
 
 def test_short_lines_outside_paragraph_context_are_dropped() -> None:
     # before the first paragraph (title, byline), after the last (tags), or cut off from a
-    # paragraph by a heading, a table or a link list
+    # paragraph by a link list or a heading no paragraph precedes
     markdown = "\n\n".join(
         [
             "By Staff Writer",
             PARA,
-            "## Most read",
+            "[Most read one](https://x/1) [Most read two](https://x/2)",
+            "## More stories",
             "Short line after a heading",
             PARA2,
             "[Related story one](https://x/1) [Related story two](https://x/2)",
@@ -93,6 +97,22 @@ def test_short_lines_outside_paragraph_context_are_dropped() -> None:
         ]
     )
     assert markdown_to_prose(markdown, SETTINGS).text.splitlines() == [PARA, PARA2, PARA]
+
+
+def test_a_sub_heading_between_paragraphs_is_kept() -> None:
+    markdown = f"# Bridge to close\n\n{PARA}\n\n## What happens next\n\nIn short\n\n{PARA2}"
+    assert markdown_to_prose(markdown, SETTINGS).text.splitlines() == [
+        PARA,
+        "What happens next",
+        "In short",
+        PARA2,
+    ]
+    # after the last paragraph it is not between two: dropped, like a trailing short line
+    trailing = markdown_to_prose(f"{PARA}\n\n## Most read\n\nShort line", SETTINGS)
+    assert trailing.text.splitlines() == [PARA]
+    assert prose_line("# " + TWELVE, SETTINGS) is None  # never prose on its own
+    hashtag = markdown_to_prose(f"{PARA}\n\n#bridge\n\n{PARA2}", SETTINGS)
+    assert hashtag.text.splitlines() == [PARA, PARA2]  # not a heading: structure
 
 
 def test_wrapped_paragraph_comes_back_through_context() -> None:
@@ -121,10 +141,11 @@ def test_cjk_characters_count_as_half_words() -> None:
     twenty_four = "今日は市議会が橋の修理について長い議論を行い住民の質問に答え"  # 30 chars
     assert len(twenty_four) == 30
     assert prose_line(twenty_four, SETTINGS) == twenty_four  # 15 "words"
-    assert prose_line(twenty_four[:22], SETTINGS) is None  # 11 "words", no sentence end
-    assert prose_line(twenty_four[:24], SETTINGS) == twenty_four[:24]  # 12
+    assert prose_line(twenty_four[:14], SETTINGS) is None  # 7 "words", no sentence end
+    assert prose_line(twenty_four[:16], SETTINGS) == twenty_four[:16]  # 8
     per_char = with_extra(prose_cjk_chars_per_word=1.0)
-    assert prose_line(twenty_four[:12], per_char) == twenty_four[:12]
+    assert prose_line(twenty_four[:8], per_char) == twenty_four[:8]
+    assert prose_line(twenty_four[:7], per_char) is None
 
 
 def test_furniture_lines_are_dropped_when_short() -> None:
@@ -237,6 +258,18 @@ def test_rows_never_join_but_cells_of_one_row_do() -> None:
     rows = markdown_to_prose(f"| {PARA} |\n| {tiny} |\n| {PARA2} |", SETTINGS)
     assert rows.text.splitlines() == [PARA, PARA2]
     assert markdown_to_prose(f"| {short} |", SETTINGS).text == short
+
+
+def test_a_row_of_short_cells_is_read_as_one_line() -> None:
+    # no cell is prose: the row reads as one line, prose at prose_min_words words
+    row = "| Kyle Busch | Joe Gibbs Racing | Toyota | 5,040 points |"  # 9 words
+    assert (
+        markdown_to_prose(row, SETTINGS).text == "Kyle Busch Joe Gibbs Racing Toyota 5,040 points"
+    )
+    assert markdown_to_prose(row, with_extra(prose_min_words=10)).text == ""
+    # a cell that is prose keeps the row's cells apart (a menu beside an article)
+    menu = markdown_to_prose(f"| [Home](/) [News](/news) | {PARA} |", SETTINGS)
+    assert menu.text == PARA
 
 
 def test_an_article_in_an_html_table_through_the_real_extraction() -> None:
