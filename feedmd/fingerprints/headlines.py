@@ -90,9 +90,9 @@ MAX_TITLE_CHARS = 2000
 MAX_HEADLINE_TOKENS = 40
 # The version of ``normalize_headline``'s tokens. The store keeps every item's tokens and
 # re-tokenises them when this is newer than theirs (feedmd/store/headline_tokens.py), so
-# bump it with any change to the tokens: 2 = number words and peoples as one token
-# (word_forms.py).
-HEADLINE_TOKENS_VERSION = 2
+# bump it with any change to the tokens: 2 = number words and peoples as one token,
+# 3 = English stems (word_forms.py).
+HEADLINE_TOKENS_VERSION = 3
 
 
 def strip_publisher_suffix(title: str) -> str:
@@ -124,8 +124,15 @@ def normalize_headline(title: str) -> tuple[str, ...]:
     if not isinstance(title, str):
         return ()
     words = (word.lower() for word in headline_words(title))
-    tokens = (canonical_token(token) for token in words if token not in STOPWORDS)
+    tokens = (_canonical(token) for token in words if token not in STOPWORDS)
     return tuple(itertools.islice(tokens, MAX_HEADLINE_TOKENS))
+
+
+def _canonical(word: str) -> str:
+    """A word's canonical token (``word_forms``), unless that is a stopword ("ons" -> on):
+    then the word, so that the tokens of a headline's tokens are the same tokens."""
+    token = canonical_token(word)
+    return word if token in STOPWORDS else token
 
 
 def simhash(tokens: tuple[str, ...] | frozenset[str]) -> int:

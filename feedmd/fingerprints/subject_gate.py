@@ -118,8 +118,8 @@ def name_flags(title: str, tokens: Sequence[str], casing: CasingStats) -> list[b
     script: yes. The corpus's casing when it has seen the word. Else, in a sentence-case
     title, its own capital; in title case or as the first word, case says nothing: yes."""
     words = list(cased_tokens(title))
-    if [w.lower() for w in words] != list(tokens):
-        words = list(tokens)
+    if len(words) != len(tokens):  # not this title's tokens (or cut at MAX_HEADLINE_TOKENS)
+        words = list(tokens)  # word by word they are its words, maybe in their canonical form
     sentence = is_sentence_case(words)
     flags = []
     for position, word in enumerate(words):

@@ -9,6 +9,7 @@ import random
 import pytest
 
 import feedmd.fingerprints.headlines as headlines_module
+from feedmd.fingerprints import word_forms
 from feedmd.fingerprints.headlines import (
     Headline,
     match_headlines,
@@ -22,10 +23,18 @@ from feedmd.store.schema import to_signed64, to_unsigned64
 SETTINGS = Settings()
 
 
+@pytest.fixture
+def no_stems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words as they are written (the tokenisation and word-form tests: stems are
+    pinned by their own tests below)."""
+    monkeypatch.setattr(word_forms, "_stem", lambda word: word)
+
+
 def h(*tokens: str) -> Headline:
     return Headline.from_tokens(tokens)
 
 
+@pytest.mark.usefixtures("no_stems")
 def test_seed_003_reuters_headline_normalises_as_in_the_seed() -> None:
     assert normalize_headline("Pope Leo says he will undergo surgery for small growth on lung") == (
         "pope",
@@ -56,6 +65,7 @@ def test_publisher_suffix_of_four_words_or_fewer_is_stripped(title: str, expecte
     assert strip_publisher_suffix(title) == expected
 
 
+@pytest.mark.usefixtures("no_stems")
 def test_punctuation_and_case() -> None:
     assert normalize_headline("Mt. Gox files for U.S. bankruptcy; Fed's view") == (
         "mt",
@@ -83,6 +93,7 @@ def test_punctuation_and_case() -> None:
         ("Version 2.0 of St.Louis plan", ("version", "2", "0", "st", "louis", "plan")),
     ],
 )
+@pytest.mark.usefixtures("no_stems")
 def test_tokenisation_rules(title: str, tokens: tuple[str, ...]) -> None:
     assert normalize_headline(title) == tokens
 
@@ -224,7 +235,43 @@ def test_number_words_and_peoples_are_one_token(
         ("Three killed, four hurt", ("3", "killed", "4", "hurt")),  # counts stay apart
     ],
 )
+@pytest.mark.usefixtures("no_stems")
 def test_what_the_word_forms_leave_alone_and_what_they_change(
     title: str, tokens: tuple[str, ...]
 ) -> None:
     assert normalize_headline(title) == tokens
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Syria says suicide bombing kills 10 in Damascus", "Damascus suicide bombings kill 10"),
+        ("Romney announces Ryan as running mate", "Romney announced Ryan as his running mate"),
+        ("Police arrest man after stabbing attack", "Police arrests man after stabbing attacks"),
+    ],
+)
+def test_inflections_are_one_token(a: str, b: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _match(a, b) is not None
+    # the other side: with words as written the same pair stays apart
+    monkeypatch.setattr(word_forms, "_stem", lambda word: word)
+    assert _match(a, b) is None
+
+
+@pytest.mark.parametrize(
+    ("title", "tokens"),
+    [
+        ("Kills killed killing", ("kill", "kill", "kill")),
+        ("Six Canadians killed", ("6", "canada", "kill")),  # word forms first, then the stem
+        ("Zwei Tote in Berlin", ("zwei", "tote", "berlin")),  # no English suffix: unchanged
+        ("Apple's iPhone 11 sales", ("appl", "iphon", "11", "sale")),  # numerals alone
+        ("東京で地震", ("東京で地震",)),  # other scripts alone (CJK has its own 3-grams)
+    ],
+)
+def test_stems(title: str, tokens: tuple[str, ...]) -> None:
+    assert normalize_headline(title) == tokens
+
+
+def test_a_stem_that_is_a_stopword_keeps_its_word() -> None:
+    assert word_forms.canonical_token("ons") == "on"  # Porter2's stem: a stopword
+    assert normalize_headline("Ons and offs") == ("ons", "off")
+    assert normalize_headline(" ".join(normalize_headline("Ons and offs"))) == ("ons", "off")

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.both_backends
 NOW = at(12)
 SETTINGS = dataclasses.replace(Settings(), subject_gate=False)
 OLD = "Six dead in Philippine restaurant blast"
-UNCHANGED = "Council approves budget after long debate"
+UNCHANGED = "Council budget vote in May"  # the same tokens for every version
 NEW = "6 dead in Philippines restaurant blast"
 
 
@@ -47,7 +47,8 @@ def _entry(n: int, title: str, host: str, minutes_ago: int) -> Entry:
 
 
 def _stored_by_the_old_tokeniser(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Seed two items as version 1 made them: number words and peoples as themselves."""
+    """Seed two items as version 1 made them: number words, peoples and inflections as
+    themselves."""
     with monkeypatch.context() as old:
         old.setattr(headlines, "canonical_token", lambda token: token)
         ids = store.seed_items(
@@ -86,7 +87,8 @@ def test_a_store_of_older_tokens_is_retokenised_and_its_twin_found(
     with transaction(store._db) as conn:
         assert headline_tokens.behind(conn)
     assert _decide(store, _entry(3, NEW, "b.example", 5)) == twin
-    assert _tokens(store, twin) == "6 dead philippines restaurant blast"
+    assert _tokens(store, twin) == " ".join(headlines.normalize_headline(NEW))
+    assert _tokens(store, twin).startswith("6 dead philippin")
     with transaction(store._db) as conn:
         assert not headline_tokens.behind(conn)
         assert headline_tokens.stored_version(conn) == HEADLINE_TOKENS_VERSION
