@@ -113,13 +113,19 @@ class CasingStats:
         return capital > lower
 
 
+def aligned_words(title: str, tokens: Sequence[str]) -> list[str]:
+    """The title's words as written, one per token (a token is its word lowercased, or the
+    word's canonical form: a numeral, a country, a stem), or the tokens themselves when
+    they are not this title's (or were cut at MAX_HEADLINE_TOKENS)."""
+    words = list(cased_tokens(title))
+    return words if len(words) == len(tokens) else list(tokens)
+
+
 def name_flags(title: str, tokens: Sequence[str], casing: CasingStats) -> list[bool]:
     """For each normalised token of a title: could it be a name? A number or a caseless
     script: yes. The corpus's casing when it has seen the word. Else, in a sentence-case
     title, its own capital; in title case or as the first word, case says nothing: yes."""
-    words = list(cased_tokens(title))
-    if len(words) != len(tokens):  # not this title's tokens (or cut at MAX_HEADLINE_TOKENS)
-        words = list(tokens)  # word by word they are its words, maybe in their canonical form
+    words = aligned_words(title, tokens)
     sentence = is_sentence_case(words)
     flags = []
     for position, word in enumerate(words):
@@ -186,14 +192,16 @@ def lead_run(tokens: Sequence[str], other: Sequence[str]) -> tuple[list[str], st
     return lead, None
 
 
-def _known_name(token: str, titles: Sequence[str], casing: CasingStats) -> bool:
-    known = casing.verdict(token)
+def _known_name(word: str, titles: Sequence[str], casing: CasingStats) -> bool:
+    """Is this lowercased word written as a name: by the corpus, else by a sentence-case
+    title's capital?"""
+    known = casing.verdict(word)
     if known is not None:
         return known
     for title in titles:
         words = cased_tokens(title)
         if is_sentence_case(words) and any(
-            w.lower() == token and w.isalpha() and w[0].isupper() for w in words[1:]
+            w.lower() == word and w.isalpha() and w[0].isupper() for w in words[1:]
         ):
             return True
     return False
@@ -223,9 +231,12 @@ def subject_gate(
     b_names = name_flags(b_title, b_tokens, casing)[: len(b_lead)]
     if not (any(a_names) and any(b_names)):
         return None
-    if same_start and _known_name(a_next, [a_title, b_title], casing):
+    a_words = [word.lower() for word in aligned_words(a_title, a_tokens)]
+    b_words = [word.lower() for word in aligned_words(b_title, b_tokens)]
+    if same_start and _known_name(a_words[len(a_lead)], [a_title, b_title], casing):
         return None  # both leads qualify one shared name: "George Zimmerman" / "... Zimmerman"
-    return f"different subjects {' '.join(a_lead)!r} / {' '.join(b_lead)!r} before one template"
+    a_subject, b_subject = " ".join(a_words[: len(a_lead)]), " ".join(b_words[: len(b_lead)])
+    return f"different subjects {a_subject!r} / {b_subject!r} before one template"
 
 
 def gated_match(

@@ -82,6 +82,17 @@ def test_a_shared_known_name_lets_qualified_leads_through() -> None:
     assert gate(a, b, casing) is None
 
 
+def test_a_shared_known_name_is_known_by_its_word_not_its_stem() -> None:
+    # "Williams" is the token "william": the corpus has seen the word, never the stem
+    a, b = "Serena Williams To Open Tennis Academy", "Tearful: Williams To Open Tennis Academy"
+    casing = CasingStats.build(
+        ["Why the crowd cheered for Williams on the court", "Fans greet Williams at the airport"]
+    )
+    assert gate(a, b, casing) is None
+    assert gate(a, b) is not None  # the other side: title case says nothing, two subjects
+    assert "'serena' / 'tearful'" in str(gate(a, b))  # named by their words
+
+
 def test_ordinary_words_are_not_subjects_when_the_corpus_lowercases_them() -> None:
     a, b = "Falling stocks weigh on the markets today", "Rising stocks weigh on the markets today"
     assert gate(a, b) is not None  # title-case evidence missing: case says nothing

@@ -63,7 +63,7 @@ def test_a_korean_portal_copy_shows_the_lead_token_gate(demo_db: Path) -> None:
 def test_the_subject_gate_verdict_is_in_the_trail(demo_db: Path) -> None:
     text = explain(demo_db, "B2Gold")
     assert "subject_gate_blocked" in text
-    assert "different subjects 'b2gold' / 'quantumscap'" in text  # tokens are stems
+    assert "different subjects 'b2gold' / 'quantumscape'" in text  # the words, not stems
 
 
 def test_by_id_and_unknown_items(demo_db: Path) -> None:
