@@ -17,8 +17,12 @@ from conftest import (
     story,
 )
 
+from feedmd.fingerprints.headlines import normalize_headline
+from feedmd.models import Entry
 from feedmd.pipeline import run
 from feedmd.store import Store
+from feedmd.store.body_candidates import echo_headlines
+from feedmd.timeutil import iso
 
 pytestmark = pytest.mark.both_backends
 
@@ -310,4 +314,28 @@ def test_a_body_under_unrelated_stories_over_runs_is_a_shared_block(
         ("duplicate", "tlsh", first_id),
         ("kept", "shared-block", first_id),
         ("kept", "shared-block", first_id),
+    ]
+    # the window read a run uses and the whole-window reference agree on the body's echoes
+    entry = Entry(
+        feed="a",
+        org="org",
+        entry_id="next",
+        link="http://late.example/next",
+        url="http://late.example/next",
+        title="Ferry timetable changes",
+        publisher="late.example",
+        published=at(6),
+        fetched=at(6),
+    )
+    now = at(6)
+    (stored,) = [
+        b
+        for b in store.full_snapshot([entry], config.settings, now).bodies
+        if b.item_id == first_id
+    ]
+    cutoff = iso(now - timedelta(hours=config.settings.dedup_window_hours))
+    echoes = echo_headlines(store._conn, [first_id], cutoff)[first_id]
+    assert list(stored.echoes) == echoes
+    assert [" ".join(tokens) for tokens in echoes] == [
+        " ".join(normalize_headline(title)) for _, _, title in SHARED[1:]
     ]

@@ -204,10 +204,12 @@ def test_furniture_check_switched_off_makes_it_a_reprint() -> None:
     assert decisions["strike"].decision == "duplicate"
 
 
-def test_furniture_against_a_stored_body_of_the_window() -> None:
+def stored_wall(*echoes: str) -> StoredBody:
+    """Item 7 of the window: WALL under "Government plans a new fuel tax" on paper.example,
+    with the headlines of the window's items stage 2 found carrying it."""
     wall = page("stored", WALL)
     assert wall.digest is not None
-    stored = StoredBody(
+    return StoredBody(
         item_id=7,
         feed="f",
         org="o",
@@ -216,7 +218,12 @@ def test_furniture_against_a_stored_body_of_the_window() -> None:
         shingles=wall.shingles,
         host="paper.example",
         tokens=normalize_headline("Government plans a new fuel tax"),
+        echoes=tuple(normalize_headline(title) for title in echoes),
     )
+
+
+def test_furniture_against_a_stored_body_of_the_window() -> None:
+    stored = stored_wall()
     snapshot = WindowSnapshot(bodies=(stored,))
     strike = [entry("strike", "www.paper.example", "Rail strike on Monday", 2)]
     decisions = both_stages(strike, {"strike": WALL}, snapshot=snapshot)
@@ -280,19 +287,7 @@ def test_shared_block_threshold_both_sides_and_off() -> None:
 
 
 def test_the_stored_reprints_of_a_body_count_towards_its_stories() -> None:
-    wall = page("stored", WALL)
-    assert wall.digest is not None
-    stored = StoredBody(
-        item_id=7,
-        feed="f",
-        org="o",
-        digest=wall.digest,
-        published=at(7),
-        shingles=wall.shingles,
-        host="paper.example",
-        tokens=normalize_headline("Government plans a new fuel tax"),
-        echoes=(normalize_headline("Rail strike on Monday"),),  # dropped by an earlier run
-    )
+    stored = stored_wall("Rail strike on Monday")  # dropped as a reprint by an earlier run
     final = [entry("final", "sport.example", "United win the cup final", 2)]
     decisions = both_stages(final, {"final": WALL}, snapshot=WindowSnapshot(bodies=(stored,)))
     assert decisions["final"].rule == "shared-block"
