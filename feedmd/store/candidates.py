@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 
 from feedmd.fingerprints import cjk
 from feedmd.fingerprints.headlines import Headline, as_fraction, match_headlines, normalize_headline
+from feedmd.fingerprints.subject_gate import cased_tokens
 from feedmd.fingerprints.title_index import TitleIndex
 from feedmd.fingerprints.urls import normalize_url, publisher_host, url_hash
 from feedmd.models import (
@@ -249,7 +250,7 @@ def candidate_snapshot(
             wanted.update(bucket)
             continue
         tokens = normalize_headline(entry.title)
-        batch_words.update(tokens)
+        batch_words.update(casing_words(entry.title))
         headline = Headline.from_tokens(tokens)
         found = _headline_candidates(
             keys[entry.org], headline.tokens, headline.simhash, settings, pairs
@@ -290,7 +291,7 @@ def candidate_snapshot(
         if stored.item_id in cjk_ids:
             grams.update(cjk.char_grams(stored.title))
         else:
-            words.update(stored.tokens)
+            words.update(casing_words(stored.title))
     casing: dict[tuple[str, bool], int] = {}
     frequency: dict[str, int] = {}
     documents = 0
@@ -385,6 +386,13 @@ def _pair_matches(
         candidates = {k: v for k, v in candidates.items() if k not in keep}
         keep |= _accepted(headline, candidates.items(), overlaps, settings)
     return keep
+
+
+def casing_words(title: str) -> set[str]:
+    """The words the subject gate asks the casing sums about for one title: its words
+    lowercased as written (the sums count words, while the tokens may be numerals,
+    countries or stems: "Williams" is the token "william")."""
+    return {word.lower() for word in cased_tokens(title)}
 
 
 def _headlines(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[StoredHeadline]:

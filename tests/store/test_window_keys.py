@@ -644,3 +644,32 @@ def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
         ).decisions[entry.key]
         assert decided == reference
         assert (decided.matched.item_id if decided.matched else None) == expected, entry.title
+
+
+def test_the_casing_sums_are_read_for_the_words_not_their_tokens(store: Store) -> None:
+    """The subject gate asks the window's casing sums about words as written ("williams"),
+    while tokens are stems ("william"): the keyed read must fetch the words' sums, or it
+    decides otherwise than the whole window does."""
+    settings = Settings()
+    stored = [
+        "Serena Williams To Open Tennis Academy",
+        "Why the crowd cheered for Williams on the court",  # sentence case: Williams is
+        "Fans greet Williams at the airport",  # written as a name mid-sentence
+    ]
+    ids = store.seed_items(
+        [
+            SeedItem(stage1.prepare(_entry(n, "f1", title, NOW - timedelta(hours=1), "a.example")))
+            for n, title in enumerate(stored)
+        ],
+        settings,
+        NOW,
+    )
+    entry = _entry(9, "f1", "Tearful: Williams To Open Tennis Academy", NOW, "b.example")
+    snapshot = store.snapshot([entry], settings, NOW)
+    decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
+    reference = stage1.decide(
+        [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
+    ).decisions[entry.key]
+    assert decided == reference
+    assert decided.decision == "duplicate" and decided.matched is not None
+    assert decided.matched.item_id == ids[0]  # one name, "Williams": not two subjects
