@@ -6,9 +6,11 @@ candidate keys (``title_keys``, ``title_pairs``) are made from them. When
 would keep the old tokens: the same headline arriving again would be tokenised one way
 and its stored twin another ("2 dead ..." against "two dead ..."), and miss for as long
 as the twin stays in the window. So the first window read after such a change
-re-tokenises every stored item whose tokens differ, in one transaction with its keys
-(dropped from the old tokens, written from the new), and records the version: a killed
-run leaves all of it or none. Items whose tokens did not change are not written.
+re-tokenises every stored item whose tokens differ, in one transaction with its headline
+keys (dropped from the old tokens, written from the new; body keys do not depend on
+them), and records the version: a killed run leaves all of it or none. Items whose tokens
+did not change are not written. It is one pass over the store's items, once per tokeniser
+version.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from feedmd.fingerprints.headlines import (
     normalize_headline,
     simhash,
 )
-from feedmd.store.keys import add_item_keys, drop_item_keys
+from feedmd.store.keys import add_title_keys, drop_title_keys
 from feedmd.store.schema import Connection, has_table, to_signed64
 
 TABLE = "headline_tokens"
@@ -63,9 +65,9 @@ def retokenise(conn: Connection) -> int:
                 updates.append((new_norm, new_hash, int(item_id)))
         if updates:
             ids = [item_id for _, _, item_id in updates]
-            drop_item_keys(conn, ids)  # computed from the old tokens, so before the update
+            drop_title_keys(conn, ids)  # computed from the old tokens, so before the update
             conn.executemany("UPDATE items SET title_norm = ?, simhash = ? WHERE id = ?", updates)
-            add_item_keys(conn, ids)
+            add_title_keys(conn, ids)  # the body keys do not depend on the headline
             changed += len(updates)
     conn.execute(f"DELETE FROM {TABLE}")
     conn.execute(f"INSERT INTO {TABLE} (version) VALUES (?)", (HEADLINE_TOKENS_VERSION,))

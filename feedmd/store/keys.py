@@ -206,6 +206,25 @@ def drop_item_keys(conn: Connection, item_ids: Iterable[int]) -> None:
     digest_packs.refresh(conn, [(row[0], row[2]) for row in digests])
 
 
+def drop_title_keys(conn: Connection, item_ids: Iterable[int]) -> None:
+    """Delete the headline keys of these items (``title_keys``, ``title_pairs``), kept or
+    not, computed from their stored tokens: before the tokens change. Body keys stay."""
+    found = item_key_rows(conn, list(item_ids), kept_only=False)
+    title_pairs.delete(conn, found.pairs)
+    conn.executemany(
+        "DELETE FROM title_keys WHERE org_id = ? AND kind = ? AND key = ?"
+        " AND published_at = ? AND item_id = ?",
+        [row[:5] for row in _keyed(conn, found.titles)],
+    )
+
+
+def add_title_keys(conn: Connection, item_ids: Iterable[int]) -> None:
+    """Write the headline keys of these items that are kept, from their stored tokens."""
+    found = item_key_rows(conn, list(item_ids))
+    insert_rows(conn, found.titles, [], [])
+    title_pairs.insert(conn, found.pairs)
+
+
 def kept_items_of_bodies(conn: Connection, body_ids: Iterable[int]) -> list[int]:
     """The kept items showing these bodies (whose body keys follow the body)."""
     found: list[int] = []

@@ -20,6 +20,7 @@ from feedmd.models import Entry
 from feedmd.settings import Settings
 from feedmd.stages import stage1
 from feedmd.store import SeedItem, Store, headline_tokens
+from feedmd.store.keys import item_key_rows
 from feedmd.store.schema import transaction
 
 pytestmark = pytest.mark.both_backends
@@ -121,7 +122,7 @@ def test_a_failed_retokenising_changes_nothing(
     def fail(*args: object) -> None:
         raise RuntimeError("killed while writing keys")
 
-    monkeypatch.setattr(headline_tokens, "add_item_keys", fail)
+    monkeypatch.setattr(headline_tokens, "add_title_keys", fail)
     with pytest.raises(RuntimeError):
         store.snapshot([_entry(3, NEW, "b.example", 5)], SETTINGS, NOW)
     monkeypatch.undo()
@@ -129,3 +130,26 @@ def test_a_failed_retokenising_changes_nothing(
     with transaction(store._db) as conn:
         assert headline_tokens.stored_version(conn) == 1
     assert _decide(store, _entry(3, NEW, "b.example", 5)) == twin  # and the next read does it
+
+
+def test_retokenising_leaves_the_body_keys_and_makes_the_keys_a_fresh_store_would(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stored_by_the_old_tokeniser(store, monkeypatch)
+    conn = store._db.conn
+
+    def keys() -> tuple[list[tuple[object, ...]], ...]:
+        return tuple(
+            sorted(tuple(row) for row in conn.execute(f"SELECT * FROM {table}").fetchall())
+            for table in ("title_keys", "title_pairs", "body_keys", "body_digests")
+        )
+
+    before = keys()
+    with transaction(store._db) as conn_in:
+        headline_tokens.retokenise(conn_in)
+    after = keys()
+    assert after[2:] == before[2:]  # body keys untouched
+    assert after[:2] != before[:2]  # the headline keys follow the new tokens
+    ids = [row[0] for row in conn.execute("SELECT id FROM items").fetchall()]
+    made = item_key_rows(conn, ids)  # what the current tokens give, as a new store writes
+    assert len(after[0]) == len({row[:5] for row in made.titles})
