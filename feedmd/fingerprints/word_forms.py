@@ -219,9 +219,10 @@ def canonical_token(token: str) -> str:
 @lru_cache(maxsize=65_536)
 def _stem(word: str) -> str:
     """Snowball's English (Porter2) stem of a lowercased ASCII word: "kills" / "killed" /
-    "killing" -> kill. English only, like the stopwords; other Latin-script words pass
-    through its suffix rules too, which mostly fold their plurals (measured on English
-    headlines only). Digits and other scripts are left alone (CJK has its own 3-grams)."""
+    "killing" -> kill. English only, like the stopwords; other words in plain ASCII letters
+    pass through its suffix rules too, which mostly fold their plurals (measured on English
+    headlines only). ``canonical_token`` leaves words with accents, digits or other
+    scripts alone (CJK has its own 3-grams)."""
     stemmer = getattr(_STEMMERS, "english", None)
     if stemmer is None:  # a stemmer keeps state while it works: one per thread
         stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")

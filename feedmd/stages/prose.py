@@ -226,8 +226,9 @@ def _classified(markdown: str, settings: Settings) -> Iterator[tuple[str, str]]:
         if block is None:
             yield "structure", ""
         elif isinstance(block, _Heading):
-            plain = _plain(block.text)[0]
-            yield ("heading", plain) if plain else ("structure", "")
+            plain, link_words = _plain(block.text)
+            linked = link_words > settings.prose_max_link_share * _word_count(plain, settings)
+            yield ("heading", plain) if plain and not linked else ("structure", "")
         elif isinstance(block, _Row):
             pieces = [_classify(piece, settings) for piece in block.pieces]
             if any(kind == "prose" for kind, _ in pieces):

@@ -111,6 +111,11 @@ def test_a_sub_heading_between_paragraphs_is_kept() -> None:
     trailing = markdown_to_prose(f"{PARA}\n\n## Most read\n\nShort line", SETTINGS)
     assert trailing.text.splitlines() == [PARA]
     assert prose_line("# " + TWELVE, SETTINGS) is None  # never prose on its own
+    linked = markdown_to_prose(
+        f"{PARA}\n\n## [Council votes on the budget](https://x/1)\n\nIn short\n\n{PARA2}",
+        SETTINGS,
+    )
+    assert linked.text.splitlines() == [PARA, PARA2]  # a linked heading: a rail, not the story
     hashtag = markdown_to_prose(f"{PARA}\n\n#bridge\n\n{PARA2}", SETTINGS)
     assert hashtag.text.splitlines() == [PARA, PARA2]  # not a heading: structure
 
