@@ -131,8 +131,10 @@ class StoredBody:
     host: str = ""  # the publisher's host (``urls.publisher_host``); "" when unknown
     tokens: tuple[str, ...] = ()  # the item's normalised headline tokens
     # the headline tokens of the window's items stage 2 found carrying this same body (its
-    # reprints, and the items kept as a shared block of it): the shared-block check's count
+    # reprints, the items kept as its host's furniture or as a shared block of it): the
+    # shared-block check's count; and whether one of them was kept as a shared block
     echoes: tuple[tuple[str, ...], ...] = ()
+    shared_block: bool = False
 
 
 @dataclass(frozen=True)

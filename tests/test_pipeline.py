@@ -335,7 +335,8 @@ def test_a_body_under_unrelated_stories_over_runs_is_a_shared_block(
     ]
     cutoff = iso(now - timedelta(hours=config.settings.dedup_window_hours))
     echoes = echo_headlines(store._conn, [first_id], cutoff)[first_id]
-    assert list(stored.echoes) == echoes
-    assert [" ".join(tokens) for tokens in echoes] == [
+    assert list(stored.echoes) == echoes.headlines
+    assert stored.shared_block and echoes.shared_block
+    assert [" ".join(tokens) for tokens in echoes.headlines] == [
         " ".join(normalize_headline(title)) for _, _, title in SHARED[1:]
     ]

@@ -141,8 +141,8 @@ class BodySettings:
         "story), on any hosts, is a shared block (a consent platform's notice on many "
         "sites), not a reprint: the items of the run are kept and marked. 3, measured on "
         "the UCI News Aggregator headlines (docs/accuracy.md): one body under 3 unrelated "
-        "headlines, 12.5% of the later items still dropped (5 headlines: 0.25%); one "
-        "story's reprint on 3 hosts, 2.5% kept. 2 would keep every cross-host reprint "
+        "headlines, 14% of the later items still dropped (5 headlines: 0.5%); one "
+        "story's reprint on 3 hosts, 1.5% kept. 2 would keep every cross-host reprint "
         "under a headline sharing no word (15% of rewrites). 0: off.",
         minimum=0,
         maximum=1000,

@@ -16,7 +16,7 @@ within ``similar_tlsh_distance`` or containment reaches ``similar_containment``)
 and can only have been matched by its headline. Each survivor is compared with the kept
 bodies of the window and scope and with the earlier kept survivors of this run.
 
-Two checks sit on top of the matchers:
+Three checks sit on top of the matchers:
 
 - **host furniture** (``host_furniture_check``): a reprint verdict against a body of the
   same host whose headline shares no content word with this one is that host's wall or
@@ -24,10 +24,11 @@ Two checks sit on top of the matchers:
   marked, and its body is not compared again in the run. It needs no word list.
 - **shared blocks** (``shared_block_min_stories``): a body near-identical to bodies under
   the headlines of that many unrelated stories, on any hosts, is a block many sites print
-  (a consent platform's notice), not a reprint: counted over the kept bodies of the window
-  within ``tlsh_max_distance`` and the run's reprints of the same body, headlines that
-  share a content word being one story. Every item of the run it had dropped is kept and
-  marked. It needs no word list either.
+  (a consent platform's notice), not a reprint. Counted over the matched body's headline,
+  those of the window's items stage 2 found carrying it (its reprints, shared blocks and
+  furniture, by ``matched_item_id``) and the run's, headlines that share a content word
+  being one story; once a body is a shared block it stays one. Every item of the run it
+  had dropped is kept and marked. It needs no word list either.
 - **recurring titles** (``recurring_title_check``): a survivor that stage 1 let through
   only because its identical title came from the same publisher (``Candidate.recurring``)
   is a duplicate if its body is a reprint, kept if the body differs, and decided by the
@@ -49,27 +50,50 @@ from feedmd.models import Candidate, Decision, Match, Page, Stage1Result, Window
 from feedmd.settings import Settings
 from feedmd.stages.stage1 import scope_key
 
-# The rule of a body kept as a shared block; with its matched body stored, the later window
-# reads count its headline among the body's (store/body_candidates.py ECHO_WHERE).
+# The rules of bodies kept as a shared block or as a host's furniture; with their matched
+# body stored, later window reads count their headlines among the body's
+# (store/body_candidates.py ECHO_WHERE).
 SHARED_BLOCK = "shared-block"
+HOST_FURNITURE = "host-furniture"
 
 
 @dataclass(frozen=True)
 class _Byline:
-    """Who published a body and under what headline: the furniture check's inputs."""
+    """Who published a body and under what headline: the furniture check's inputs; for a
+    stored body also the headlines of the items stage 2 found carrying it, and whether it
+    is already a shared block (``StoredBody.echoes``, ``StoredBody.shared_block``)."""
 
     host: str
     tokens: frozenset[str]
-    echoes: tuple[frozenset[str], ...] = ()  # a stored body's (StoredBody.echoes)
+    echoes: tuple[frozenset[str], ...] = ()
+    shared_block: bool = False
 
 
 @dataclass
 class _Echoes:
-    """The run's reprints of one body, for the shared-block check: their headlines' tokens,
-    and those still decided as reprints (a later one may show the body to be shared)."""
+    """One body's headlines for the shared-block check, as groups of linked tokens (one
+    group a story), updated as the run meets reprints of it; and the run's items still
+    decided as its reprints (a later one may show the body to be shared). Once shared it
+    stays shared: more headlines can only link groups, never show the block is a story."""
 
-    headlines: list[frozenset[str]] = field(default_factory=list)
+    groups: list[set[str]] = field(default_factory=list)
+    shared: bool = False
     undecided: list[tuple[Candidate, BodyVerdict, Page]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, byline: _Byline | None) -> _Echoes:
+        """The headlines a body holds when the run first meets a reprint of it."""
+        echoes = cls(shared=bool(byline and byline.shared_block))
+        for tokens in [byline.tokens, *byline.echoes] if byline else []:
+            echoes.add(tokens)
+        return echoes
+
+    def add(self, tokens: frozenset[str]) -> None:
+        """One more headline over the body (none without tokens: it says nothing)."""
+        if tokens:
+            linked = [group for group in self.groups if not group.isdisjoint(tokens)]
+            self.groups = [group for group in self.groups if group.isdisjoint(tokens)]
+            self.groups.append(set(tokens).union(*linked))
 
 
 @dataclass
@@ -181,14 +205,17 @@ def decide(
                 stored.digest, stored.shingles, match
             )
             bylines[match] = _Byline(
-                stored.host, frozenset(stored.tokens), tuple(map(frozenset, stored.echoes))
+                stored.host,
+                frozenset(stored.tokens),
+                tuple(map(frozenset, stored.echoes)),
+                stored.shared_block,
             )
     common: dict[str, Any] = {
         "window_hours": settings.dedup_window_hours,
         "scope": settings.dedup_scope,
     }
     decisions: dict[str, Decision] = {}
-    reprints_of: defaultdict[Match, _Echoes] = defaultdict(_Echoes)
+    reprints_of: dict[Match, _Echoes] = {}
     for candidate in survivors:
         entry = candidate.entry
         page = pages[(entry.org, candidate.page_key)]
@@ -224,18 +251,25 @@ def decide(
         scope = scopes[scope_key(entry.feed, entry.org, settings)]
         verdict = judge(page.digest, page.shingles, scope, settings)
         own = _Byline(candidate.host, frozenset(candidate.tokens))
+        matched = verdict.matched if verdict.tier == "reprint" else None
+        if matched is not None and matched not in reprints_of:
+            reprints_of[matched] = _Echoes.of(bylines.get(matched))
         if _host_furniture(verdict, own, bylines, settings):
             decisions[candidate.key] = _furniture(candidate, verdict, page, common)
+            if matched is not None:
+                reprints_of[matched].add(own.tokens)  # one more story over the body
             continue
-        if verdict.tier == "reprint" and verdict.matched and settings.shared_block_min_stories:
-            echoes = reprints_of[verdict.matched]
-            echoes.headlines.append(own.tokens)
+        if matched is not None and settings.shared_block_min_stories:
+            echoes = reprints_of[matched]
+            echoes.add(own.tokens)
             echoes.undecided.append((candidate, verdict, page))
-            stories = _stories_under(verdict.matched, bylines, echoes.headlines)
-            if stories >= settings.shared_block_min_stories:
+            echoes.shared = echoes.shared or (
+                len(echoes.groups) >= settings.shared_block_min_stories
+            )
+            if echoes.shared:
                 for echo, echo_verdict, echo_page in echoes.undecided:  # this one, earlier ones
                     decisions[echo.key] = _shared_block(
-                        echo, echo_verdict, echo_page, common, stories
+                        echo, echo_verdict, echo_page, common, len(echoes.groups)
                     )
                 echoes.undecided.clear()
                 continue
@@ -278,31 +312,24 @@ def _furniture(
         "furniture_of": _ref(verdict.matched),
         "note": "the same body under an unrelated headline of the same host",
     }
-    return Decision(key=candidate.key, stage="stage2", decision="kept", evidence=evidence)
-
-
-def _stories_under(
-    matched: Match, bylines: Mapping[Match, _Byline], echoes: Sequence[frozenset[str]]
-) -> int:
-    """The unrelated stories whose headlines stand over one body: the matched body's, those
-    of the window's items stage 2 found carrying it, and the run's reprints of it."""
-    byline = bylines.get(matched)
-    stored = [byline.tokens, *byline.echoes] if byline else []
-    return unrelated_stories([*stored, *echoes])
+    return Decision(
+        key=candidate.key,
+        stage="stage2",
+        decision="kept",
+        rule=HOST_FURNITURE,
+        matched=verdict.matched,
+        evidence=evidence,
+    )
 
 
 def unrelated_stories(headlines: Sequence[frozenset[str]]) -> int:
     """How many unrelated stories these headlines' token sets stand for: headlines linked
     by a shared content word, directly or through others, are one story. A headline
     without tokens says nothing and is not counted."""
-    groups: list[set[str]] = []
+    echoes = _Echoes()
     for tokens in headlines:
-        if not tokens:
-            continue
-        linked = [group for group in groups if group & tokens]
-        merged = set(tokens).union(*linked)
-        groups = [group for group in groups if not group & tokens] + [merged]
-    return len(groups)
+        echoes.add(tokens)
+    return len(echoes.groups)
 
 
 def _shared_block(

@@ -6,6 +6,7 @@ why the restricted snapshot decides exactly as the whole window would).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -131,34 +132,51 @@ def _bodies(conn: Connection, item_ids: Iterable[int], cutoff: str) -> list[Stor
                         shingles=shingles or b"",
                         host=publisher_host(url) if url else "",
                         tokens=tuple(norm.split()),
-                        echoes=tuple(echoes.get(item_id, ())),
+                        echoes=tuple(echoes[item_id].headlines) if item_id in echoes else (),
+                        shared_block=item_id in echoes and echoes[item_id].shared_block,
                     )
                 )
     return found
 
 
 # Echo headlines read per body: enough to count any sane shared_block_min_stories, and a
-# bound on what a consent notice printed under thousands of items costs a window read.
+# bound on what a consent notice printed under thousands of items costs a window read
+# (once a body is a shared block, ``shared_block`` says so whatever the count).
 MAX_ECHOES = 100
-# The stage-2 decisions that say "this item carries that body": a reprint, a shared block.
-ECHO_WHERE = "i.stage = 'stage2' AND (i.decision = 'duplicate' OR i.rule = 'shared-block')"
+# The stage-2 decisions that say "this item carries that body": a reprint (its rule the
+# matcher's; a reviewer's merge is rule 'override' and says nothing of the body), the
+# host's furniture, a shared block.
+ECHO_RULES = ("tlsh", "shingles", "host-furniture", "shared-block")
+ECHO_WHERE = f"i.stage = 'stage2' AND i.rule IN ({', '.join(repr(r) for r in ECHO_RULES)})"
 
 
-def echo_headlines(
-    conn: Connection, item_ids: Sequence[int], cutoff: str
-) -> dict[int, list[tuple[str, ...]]]:
-    """For each kept body among ``item_ids``: the headline tokens of the window's items
-    that stage 2 found carrying it (``StoredBody.echoes``), at most ``MAX_ECHOES``."""
-    echoes: dict[int, list[tuple[str, ...]]] = {}
+@dataclass
+class Echoes:
+    """What the window says of one kept body: its echoes' headline tokens (at most
+    ``MAX_ECHOES``) and whether one of them was kept as a shared block."""
+
+    headlines: list[tuple[str, ...]] = field(default_factory=list)
+    shared_block: bool = False
+
+
+def echo_headlines(conn: Connection, item_ids: Sequence[int], cutoff: str) -> dict[int, Echoes]:
+    """For each kept body among ``item_ids``: the window's items that stage 2 found
+    carrying it (``StoredBody.echoes``, ``StoredBody.shared_block``)."""
+    echoes: dict[int, Echoes] = {}
     for chunk in chunks(sorted(set(item_ids))):
         rows = conn.execute(
-            f"SELECT i.matched_item_id, i.title_norm FROM items i"
+            f"SELECT i.matched_item_id, i.title_norm, i.rule FROM items i"
             f" WHERE i.matched_item_id IN ({_marks(chunk)}) AND i.published_at >= ?"
             f" AND {ECHO_WHERE} ORDER BY i.id",
             (*chunk, cutoff),
         )
-        for matched, norm in rows:
-            found = echoes.setdefault(int(matched), [])
-            if len(found) < MAX_ECHOES:
-                found.append(tuple(norm.split()))
+        for matched, norm, rule in rows:
+            add_echo(echoes.setdefault(int(matched), Echoes()), norm, rule)
     return echoes
+
+
+def add_echo(echoes: Echoes, norm: str, rule: str) -> None:
+    """One echo row into a body's ``Echoes`` (in id order, as both window reads go)."""
+    if len(echoes.headlines) < MAX_ECHOES:
+        echoes.headlines.append(tuple(norm.split()))
+    echoes.shared_block = echoes.shared_block or rule == "shared-block"

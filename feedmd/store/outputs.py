@@ -45,7 +45,8 @@ class Related:
 
 @dataclass(frozen=True)
 class Verdict:
-    """Stage 2's verdict on a kept item: 'different', 'similar' or 'no digest'."""
+    """Stage 2's verdict on a kept item: 'different', 'similar', 'no digest', 'host
+    furniture' or 'shared block' (a body many pages print: kept, compared by headline)."""
 
     tier: str | None
     rule: str | None

@@ -4,7 +4,6 @@ stored, the window snapshot, stored pages, cached link resolutions, furniture co
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
@@ -22,7 +21,7 @@ from feedmd.models import (
 from feedmd.settings import Settings
 from feedmd.settings.bodies import prose_settings_version
 from feedmd.store import digest_packs, headline_tokens
-from feedmd.store.body_candidates import ECHO_WHERE, MAX_ECHOES, body_candidates
+from feedmd.store.body_candidates import ECHO_WHERE, Echoes, add_echo, body_candidates
 from feedmd.store.candidates import candidate_snapshot, needs_whole_window
 from feedmd.store.keys import keys_dirty, sync_dirty
 from feedmd.store.schema import Connected, Connection, chunks, to_unsigned64, transaction
@@ -142,7 +141,7 @@ class WindowReads(Connected):
         rows = self._conn.execute(
             f"SELECT i.id, f.name, o.name, i.entry_id, i.url_hash, i.title_raw, i.title_norm,"
             f" i.simhash, i.published_at, i.decision, i.matched_item_id, b.digest, b.shingles,"
-            f" i.url, {ECHO_WHERE}"
+            f" i.url, {ECHO_WHERE}, i.rule"
             f" FROM items i JOIN feeds f ON f.id = i.feed_id JOIN orgs o ON o.id = i.org_id"
             f" LEFT JOIN bodies b ON b.id = i.body_id"
             f" WHERE o.name IN ({marks}) AND i.published_at >= ?"
@@ -150,7 +149,7 @@ class WindowReads(Connected):
             (*orgs, cutoff),
         ).fetchall()
         entry_ids, url_hashes, headlines, bodies = [], [], [], []
-        echoes: defaultdict[int, list[tuple[str, ...]]] = defaultdict(list)
+        echoes: dict[int, Echoes] = {}
         for (
             item_id,
             feed,
@@ -167,9 +166,10 @@ class WindowReads(Connected):
             shingles,
             url,
             echo,
+            rule,
         ) in rows:
-            if echo and matched and len(echoes[matched]) < MAX_ECHOES:
-                echoes[matched].append(tuple(norm.split()))
+            if echo and matched:
+                add_echo(echoes.setdefault(matched, Echoes()), norm, rule)
             canonical = matched if decision == "duplicate" and matched else item_id
             entry_ids.append((feed, org, entry_id, canonical))
             if hashed:
@@ -204,7 +204,11 @@ class WindowReads(Connected):
                     )
                 )
         bodies = [  # the echoes of a body come after it, in id order
-            dataclasses.replace(body, echoes=tuple(echoes[body.item_id]))
+            dataclasses.replace(
+                body,
+                echoes=tuple(echoes[body.item_id].headlines),
+                shared_block=echoes[body.item_id].shared_block,
+            )
             if body.item_id in echoes
             else body
             for body in bodies

@@ -314,3 +314,40 @@ def test_shared_block_min_stories_of_one_is_refused() -> None:
     assert "0 (off) or at least 2" in refused.output
     taken = CliRunner().invoke(main, ["settings"], env={"FEEDMD_SHARED_BLOCK_MIN_STORIES": "2"})
     assert taken.exit_code == 0 and "shared_block_min_stories = 2" in taken.output
+
+
+def test_a_hosts_furniture_counts_towards_a_shared_block() -> None:
+    on_one_host = [(key, "paper.example", title) for key, _, title in UNRELATED[:3]]
+    entries = spread([*on_one_host, UNRELATED[3]])  # then a fourth story on another host
+    bodies = {key: WALL for key, _, _ in UNRELATED}
+    decisions = both_stages(entries, bodies)
+    assert [decisions[key].evidence.get("verdict") for key, _, _ in on_one_host[1:]] == [
+        "host furniture"
+    ] * 2
+    assert decisions["strike"].rule == "host-furniture"  # stored so a later read counts it
+    assert decisions["strike"].matched == Match(batch_key="f\x1ftax")
+    assert decisions["storm"].rule == "shared-block"
+    assert decisions["storm"].evidence["unrelated_stories"] == 4
+    five = dataclasses.replace(SETTINGS, shared_block_min_stories=5)
+    assert both_stages(entries, bodies, five)["storm"].decision == "duplicate"
+
+
+def test_once_a_shared_block_it_stays_one_as_headlines_link_up() -> None:
+    titles = [
+        ("a", "one.example", "Alpha bravo golf"),
+        ("b", "two.example", "Charlie delta hotel"),
+        ("c", "three.example", "Echo foxtrot india"),  # three stories: a shared block
+        ("d", "four.example", "Bravo charlie echo"),  # links all three into one group
+    ]
+    decisions = both_stages(spread(titles), {key: WALL for key, _, _ in titles})
+    assert [decisions[key].rule for key, _, _ in titles] == [None, *["shared-block"] * 3]
+    assert decisions["d"].evidence["unrelated_stories"] == 1
+
+
+def test_a_stored_shared_block_stays_one() -> None:
+    related = [entry("tax2", "news.example", "Fuel tax plans criticised", 2)]
+    shared = dataclasses.replace(stored_wall(), shared_block=True)
+    decisions = both_stages(related, {"tax2": WALL}, snapshot=WindowSnapshot(bodies=(shared,)))
+    assert decisions["tax2"].rule == "shared-block"
+    plain = WindowSnapshot(bodies=(stored_wall(),))
+    assert both_stages(related, {"tax2": WALL}, snapshot=plain)["tax2"].decision == "duplicate"

@@ -5,12 +5,13 @@ Each object: ``id`` (the stable id of every feedmd output, ``feedmd:ORG:FEED:ITE
 ``feedmd.delivery.reading``), ``publisher``, ``published`` (ISO 8601 UTC), ``feed``,
 ``org``, ``text`` (the article's full prose as Markdown; the feed's summary, else the title,
 when the page gave none), ``tokens`` (``text.estimate_tokens`` of ``text``), ``language``,
-``tier`` (stage 2's verdict: ``different``, ``similar``, ``no digest``, or null for an item
-nothing came near or a reviewer restored), ``possible_duplicate_of`` (for ``similar``:
-the item it resembles), ``also_published_by`` (the merged copies: publisher, url,
-title, rule, score), ``event`` (the JSON Feed's ``_feedmd.event``: id, canonical, size,
-members) and ``also_covered_by`` (the event's other members: publisher, url, title,
-score). An export holds one entry per event (``exports/events.py``).
+``tier`` (stage 2's verdict: ``different``, ``similar``, ``no digest``, ``host furniture``,
+``shared block``, or null for an item nothing came near or a reviewer restored),
+``possible_duplicate_of`` (for ``similar``: the item it resembles), ``also_published_by``
+(the merged copies: publisher, url, title, rule, score), ``event`` (the JSON Feed's
+``_feedmd.event``: id, canonical, size, members) and ``also_covered_by`` (the event's
+other members: publisher, url, title, score). An export holds one entry per event
+(``exports/events.py``).
 """
 
 from __future__ import annotations
