@@ -305,20 +305,36 @@ def _furniture(
     candidate: Candidate, verdict: BodyVerdict, page: Page, common: dict[str, Any]
 ) -> Decision:
     """Kept: the body is the host's furniture, not this story."""
-    reprint = _decision(candidate, verdict, page, common)
-    evidence = {
-        **reprint.evidence,
-        "verdict": "host furniture",
-        "furniture_of": _ref(verdict.matched),
-        "note": "the same body under an unrelated headline of the same host",
-    }
+    return _kept_body(
+        candidate,
+        verdict,
+        _decision(candidate, verdict, page, common),
+        HOST_FURNITURE,
+        {
+            "verdict": "host furniture",
+            "furniture_of": _ref(verdict.matched),
+            "note": "the same body under an unrelated headline of the same host",
+        },
+    )
+
+
+def _kept_body(
+    candidate: Candidate,
+    verdict: BodyVerdict,
+    reprint: Decision,
+    rule: str,
+    evidence: dict[str, Any],
+) -> Decision:
+    """Kept although its body is a reprint's: the reprint's evidence and ``evidence``, the
+    ``rule`` that kept it, and the body it carries as ``matched`` (stored, so later window
+    reads count it among that body's echoes)."""
     return Decision(
         key=candidate.key,
         stage="stage2",
         decision="kept",
-        rule=HOST_FURNITURE,
+        rule=rule,
         matched=verdict.matched,
-        evidence=evidence,
+        evidence={**reprint.evidence, **evidence},
     )
 
 
@@ -336,21 +352,17 @@ def _shared_block(
     candidate: Candidate, verdict: BodyVerdict, page: Page, common: dict[str, Any], stories: int
 ) -> Decision:
     """Kept: the body is a block printed under unrelated stories, not this story's text."""
-    reprint = _decision(candidate, verdict, page, common)
-    evidence = {
-        **reprint.evidence,
-        "verdict": "shared block",
-        "shared_with": _ref(verdict.matched),
-        "unrelated_stories": stories,
-        "note": "the same body under the headlines of unrelated stories",
-    }
-    return Decision(
-        key=candidate.key,
-        stage="stage2",
-        decision="kept",
-        rule=SHARED_BLOCK,
-        matched=verdict.matched,
-        evidence=evidence,
+    return _kept_body(
+        candidate,
+        verdict,
+        _decision(candidate, verdict, page, common),
+        SHARED_BLOCK,
+        {
+            "verdict": "shared block",
+            "shared_with": _ref(verdict.matched),
+            "unrelated_stories": stories,
+            "note": "the same body under the headlines of unrelated stories",
+        },
     )
 
 
