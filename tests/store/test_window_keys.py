@@ -17,7 +17,7 @@ import pytest
 import tlsh
 from conftest import at, fixture_bodies
 
-from feedmd.models import Entry, Page
+from feedmd.models import Decision, Entry, Page
 from feedmd.settings import Settings
 from feedmd.stages import stage1, stage2
 from feedmd.stages.scrape import fingerprint
@@ -601,6 +601,20 @@ def test_keys_follow_any_writer_of_items(
     _packs_in_step(store)
 
 
+def _decided_as_the_whole_window_decides(
+    store: Store, entry: Entry, settings: Settings
+) -> Decision:
+    """Stage 1's decision on one entry through the keyed window read, asserted equal to
+    the decision through the whole-window reference."""
+    snapshot = store.snapshot([entry], settings, NOW)
+    decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
+    reference = stage1.decide(
+        [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
+    ).decisions[entry.key]
+    assert decided == reference
+    return decided
+
+
 @pytest.mark.parametrize(("few", "pairs"), [(256, True), (256, False), (0, False)])
 def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
     store: Store, few: int, pairs: bool, monkeypatch: pytest.MonkeyPatch
@@ -637,12 +651,7 @@ def test_headlines_sharing_exactly_the_minimum_overlap_are_candidates(
         for n, title in enumerate(cases)
     ]
     for entry, expected in zip(batch, cases.values(), strict=True):
-        snapshot = store.snapshot([entry], settings, NOW)
-        decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
-        reference = stage1.decide(
-            [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
-        ).decisions[entry.key]
-        assert decided == reference
+        decided = _decided_as_the_whole_window_decides(store, entry, settings)
         assert (decided.matched.item_id if decided.matched else None) == expected, entry.title
 
 
@@ -665,11 +674,6 @@ def test_the_casing_sums_are_read_for_the_words_not_their_tokens(store: Store) -
         NOW,
     )
     entry = _entry(9, "f1", "Tearful: Williams To Open Tennis Academy", NOW, "b.example")
-    snapshot = store.snapshot([entry], settings, NOW)
-    decided = stage1.decide([entry], snapshot, set(), settings, NOW).decisions[entry.key]
-    reference = stage1.decide(
-        [entry], store.full_snapshot([entry], settings, NOW), set(), settings, NOW
-    ).decisions[entry.key]
-    assert decided == reference
+    decided = _decided_as_the_whole_window_decides(store, entry, settings)
     assert decided.decision == "duplicate" and decided.matched is not None
     assert decided.matched.item_id == ids[0]  # one name, "Williams": not two subjects
