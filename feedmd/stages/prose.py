@@ -23,7 +23,13 @@ prose, in four steps:
    the pieces of a paragraph that trafilatura wrapped over several lines, and a heading
    between two paragraphs (the story's own sub-heading, "What happens next").
    A table, link list or boilerplate line breaks the context, and so does a heading that
-   no paragraph precedes, so menus, bylines and related-story rails stay out.
+   no paragraph precedes, so menus, bylines and related-story rails stay out. A line that
+   is mostly link text breaks it too, except inside a sentence: trafilatura puts an inline
+   link on a line of its own ("... predicted that Apple will" / "[transition its entire
+   lineup](...)" / ", including all models."), so a link line between two text lines is
+   read as a short line when the text before it does not end a sentence or the text after
+   it goes on in lower case or punctuation (a rail's headline between two whole
+   paragraphs still breaks context).
 4. Junk pages (consent walls, anti-bot pages, paywalls, error pages, in twelve languages:
    ``walls.py``) give the same text for unrelated articles: when such text dominates,
    there is no digest. Under
@@ -34,8 +40,8 @@ Measured on the 111 real pages of eval/pages (``feedmd eval pages``, the benchma
 4-gram shingle metric): seed 003's line rule (prose-v1) P 0.971 R 0.876 F1 0.921, 3 pages
 without digest; prose-v2 P 0.982 R 0.922 F1 0.951, 1 page without digest (a
 360-character paywalled WSJ teaser); trafilatura's own plain text P 0.948 R 0.978 F1 0.963;
-this rule (prose-v5: sub-headings, a table row read as one line, 8-word lines) in
-docs/accuracy.md.
+prose-v5 (sub-headings, a table row read as one line, 8-word lines) P 0.984 R 0.946 F1
+0.964; this rule (prose-v6: a link line inside a sentence) in docs/accuracy.md.
 """
 
 from __future__ import annotations
@@ -192,11 +198,14 @@ def _word_count(plain: str, settings: Settings) -> float:
 
 
 def _classify(block: str, settings: Settings) -> tuple[str, str]:
-    """('prose' | 'short' | 'drop', plain text) for one text block."""
+    """('prose' | 'short' | 'link' | 'drop', plain text) for one text block: 'link' when
+    more than ``prose_max_link_share`` of its words are link text."""
     plain, link_words = _plain(block)
     words = _word_count(plain, settings)
-    if not plain or link_words > settings.prose_max_link_share * words:
+    if not plain:
         return "drop", plain
+    if link_words > settings.prose_max_link_share * words:
+        return "link", plain
     boilerplate_max = settings.prose_boilerplate_max_words
     if words < boilerplate_max and _BOILERPLATE.search(plain):
         return "drop", plain
@@ -221,7 +230,8 @@ def prose_line(line: str, settings: Settings) -> str | None:
 
 
 def _classified(markdown: str, settings: Settings) -> Iterator[tuple[str, str]]:
-    """(kind, plain text) of every block: 'prose', 'short', 'heading', 'drop', 'structure'."""
+    """(kind, plain text) of every block: 'prose', 'short', 'heading', 'link', 'drop',
+    'structure'."""
     for block in _blocks(markdown):
         if block is None:
             yield "structure", ""
@@ -239,9 +249,29 @@ def _classified(markdown: str, settings: Settings) -> Iterator[tuple[str, str]]:
             yield _classify(block, settings)
 
 
+# Text that goes on a sentence: it starts in lower case or with punctuation that never
+# opens one (", including all models.").
+_CONTINUES = re.compile(r"^[a-z,.;:)\]'’”-]")
+_TEXT = ("prose", "short")
+
+
+def _links_in_sentences(blocks: Sequence[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """The blocks, a link line inside a sentence read as a short line: one between two
+    text lines where the text before does not end a sentence or the text after goes on
+    (``_CONTINUES``). An inline link that trafilatura put on a line of its own; a linked
+    headline between two whole paragraphs (a rail, "Read: ...") still breaks context."""
+    for n, (kind, plain) in enumerate(blocks):
+        if kind == "link" and 0 < n < len(blocks) - 1:
+            (before, text_before), (after, text_after) = blocks[n - 1], blocks[n + 1]
+            open_sentence = not _SENTENCE_END.search(text_before) or _CONTINUES.match(text_after)
+            if before in _TEXT and after in _TEXT and open_sentence:
+                kind = "short"
+        yield kind, plain
+
+
 def _prose_blocks(markdown: str, settings: Settings) -> list[str]:
     """The plain text of every block kept as prose, in order (steps 1-3)."""
-    classified = _classified(markdown, settings)
+    classified = _links_in_sentences(list(_classified(markdown, settings)))
     kept: list[str] = []
     run: list[str] = []  # short blocks since the last prose block
     after_prose = False

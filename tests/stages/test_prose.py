@@ -1,6 +1,7 @@
-"""Markdown -> prose -> TLSH: prose-v5 (the line rule plus paragraph context, sub-headings,
-short sentences, CJK word counts, table cells and rows, furniture lines and junk pages), both
-sides of each threshold. Walls in every language are in test_walls.py."""
+"""Markdown -> prose -> TLSH: prose-v6 (the line rule plus paragraph context, sub-headings,
+link lines inside a sentence, short sentences, CJK word counts, table cells and rows,
+furniture lines and junk pages), both sides of each threshold. Walls in every language are
+in test_walls.py."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def with_extra(**extra: Any) -> Settings:
     return dataclasses.replace(SETTINGS, **extra)
 
 
-def test_rule_version_is_v5() -> None:
-    assert PROSE_RULE_VERSION == "prose-v5"
+def test_rule_version_is_v6() -> None:
+    assert PROSE_RULE_VERSION == "prose-v6"
 
 
 def test_line_needs_eight_words() -> None:
@@ -118,6 +119,42 @@ def test_a_sub_heading_between_paragraphs_is_kept() -> None:
     assert linked.text.splitlines() == [PARA, PARA2]  # a linked heading: a rail, not the story
     hashtag = markdown_to_prose(f"{PARA}\n\n#bridge\n\n{PARA2}", SETTINGS)
     assert hashtag.text.splitlines() == [PARA, PARA2]  # not a heading: structure
+
+
+def test_a_link_line_inside_a_sentence_is_text() -> None:
+    # trafilatura puts an inline link on a line of its own (macrumors.com, snopes.com)
+    will = "Apple analyst Ming-Chi Kuo has predicted that Apple will"
+    link = "[move its notebook lineup to scissor keyboards](https://x/1)"
+    rest = ", including all MacBook Pro and MacBook Air models."
+    text = markdown_to_prose(f"{PARA}\n\n{will}\n\n{link}\n\n{rest}\n\n{PARA2}", SETTINGS).text
+    assert text.splitlines() == [
+        PARA,
+        will,
+        "move its notebook lineup to scissor keyboards",
+        rest,
+        PARA2,
+    ]
+    # the text before ends a sentence, but the text after goes on in lower case
+    ended = "The keyboards have suffered from."
+    after = "since their introduction in 2016, and repairs are free."
+    text = markdown_to_prose(f"{PARA}\n\n{ended}\n{link}\n{after}\n\n{PARA2}", SETTINGS).text
+    assert "move its notebook lineup to scissor keyboards" in text.splitlines()
+
+
+def test_a_link_line_between_whole_sentences_still_breaks_context() -> None:
+    headline = "[Council votes on the budget for the new bridge today](https://x/1)"
+    # the text before ends a sentence and the text after starts one: a rail's headline
+    text = markdown_to_prose(f"{PARA}\n\n{headline}\n\nIn short\n\n{PARA2}", SETTINGS).text
+    assert text.splitlines() == [PARA, PARA2]
+    # no text on one side (the end of the page, a list of links) is no sentence either
+    will = "The council said on Tuesday that the new bridge will"
+    end = markdown_to_prose(f"{PARA}\n\n{will}\n\n{headline}", SETTINGS).text
+    assert end.splitlines() == [PARA, will]
+    two = markdown_to_prose(
+        f"{PARA}\n\n{will}\n\n{headline}\n\n{headline}\n\nclose in spring\n\n{PARA2}",
+        SETTINGS,
+    ).text
+    assert two.splitlines() == [PARA, will, PARA2]
 
 
 def test_wrapped_paragraph_comes_back_through_context() -> None:
