@@ -161,4 +161,10 @@ BODY_SETTINGS = (
     "similar_containment",
 )
 PAGE_FETCH_SETTINGS = ("proxy", "allow_private_addresses")
-EVENT_SETTINGS = ("events", "event_threshold", "event_threshold_cross_language", "event_model_path")
+EVENT_SETTINGS = (
+    "events",
+    "event_threshold",
+    "event_threshold_cross_language",
+    "event_thresholds_by_language",
+    "event_model_path",
+)

@@ -7,7 +7,9 @@ event of the most similar earlier item whose cosine is at least the pair's thres
 that no veto keeps apart (feedmd/events/vetoes.py); the candidates are tried best first, so
 a templated near-twin vetoed on its numbers does not hide a real rewrite one place below it.
 The pair's threshold is ``event_threshold``, or ``event_threshold_cross_language`` when the
-two headlines are told to be in two languages (``fingerprints/language.py``); across
+two headlines are told to be in two languages (``fingerprints/language.py``), or the
+language's or pair's own entry in ``event_thresholds_by_language`` (the model puts two
+French headlines closer together than two English ones of the same meanings); across
 languages the subject veto is off (its name-like leads are words of each language:
 "Papst" / "Pope"), the numbers and directions vetoes stay.
 Items of the same batch see each other, oldest first, as the store would after each item.
@@ -23,11 +25,12 @@ from typing import Protocol
 import numpy as np
 
 from feedmd.events.vetoes import veto
-from feedmd.fingerprints.language import in_two_languages
+from feedmd.fingerprints.language import pair_languages
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored
 from feedmd.models import Neighbour
 from feedmd.settings import Settings
+from feedmd.settings.events import language_thresholds
 
 # How many nearest stored vectors to try, best first. On the development headlines the
 # joined candidate is the first in 98% of joins and within the first 3 in all but a few;
@@ -138,18 +141,30 @@ def merge_neighbours(first: list[Neighbour], second: list[Neighbour], k: int) ->
 
 def lowest_threshold(settings: Settings) -> float:
     """The least cosine any pair may join at: what a window is asked for."""
-    return min(settings.event_threshold, settings.event_threshold_cross_language)
+    return min(
+        settings.event_threshold,
+        settings.event_threshold_cross_language,
+        *language_thresholds(settings.event_thresholds_by_language).values(),
+    )
 
 
 def pair_rule(title: str, other: str, settings: Settings) -> tuple[float, tuple[str, ...]]:
-    """The threshold and the vetoes for one pair of headlines: across two languages the
-    cross-language threshold and no subject veto, else ``event_threshold`` and all three
-    (the subject veto only with ``subject_gate`` on)."""
-    if in_two_languages(title, other, settings.event_language_overlap):
-        return settings.event_threshold_cross_language, ("numbers", "direction")
+    """The threshold and the vetoes for one pair of headlines. Across two languages: the
+    pair's entry in ``event_thresholds_by_language`` ("de-en"), else
+    ``event_threshold_cross_language``, and no subject veto. In one language told apart:
+    that language's entry ("fr"), else ``event_threshold``; in any other case
+    ``event_threshold``. The subject veto only with ``subject_gate`` on."""
+    languages = pair_languages(title, other, settings.event_language_overlap)
+    by_language = language_thresholds(settings.event_thresholds_by_language)
+    if len(languages) == 2:
+        threshold = by_language.get("-".join(languages), settings.event_threshold_cross_language)
+        return threshold, ("numbers", "direction")
+    threshold = settings.event_threshold
+    if languages:
+        threshold = by_language.get(languages[0], threshold)
     if settings.subject_gate:
-        return settings.event_threshold, ("numbers", "direction", "subject")
-    return settings.event_threshold, ("numbers", "direction")
+        return threshold, ("numbers", "direction", "subject")
+    return threshold, ("numbers", "direction")
 
 
 def assign_events(

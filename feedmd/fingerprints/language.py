@@ -112,3 +112,14 @@ def in_two_languages(a: str, b: str, max_overlap: float) -> bool:
         and first.get(best_b, 0.0) <= max_overlap
         and second.get(best_a, 0.0) <= max_overlap
     )
+
+
+def pair_languages(a: str, b: str, max_overlap: float) -> tuple[str, ...]:
+    """The languages of a pair of headlines as far as they can be told: two codes in
+    alphabetical order when ``in_two_languages`` ("de", "en"), one when both are told to be
+    in the same language (``language_of``), none when either is unsure."""
+    if in_two_languages(a, b, max_overlap):
+        first, second = language_probabilities(a)[0][0], language_probabilities(b)[0][0]
+        return tuple(sorted((first, second)))
+    first, second = language_of(a), language_of(b)
+    return (first,) if first is not None and first == second else ()

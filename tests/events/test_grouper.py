@@ -114,18 +114,61 @@ def test_two_languages_join_at_their_own_threshold() -> None:
     """Hand-made vectors, real headlines (their languages are what py3langid tells): a
     German headline joins an English one at the cross-language threshold, not below; two
     English headlines at that cosine stay apart."""
-    cross = SETTINGS.event_threshold_cross_language
-    assert cross < SETTINGS.event_threshold
+    settings = dataclasses.replace(SETTINGS, event_thresholds_by_language="")
+    cross = settings.event_threshold_cross_language
+    assert cross < settings.event_threshold
     english = ("old", "Pope Leo will have lung surgery, the Vatican says", axis(0))
     german = "Papst Leo XIV. wird an der Lunge operiert, teilt der Vatikan mit"
     above = EventItem("de-a", german, vector_at(cross + 0.002))
     below = EventItem("de-b", german, vector_at(cross - 0.002))
     same_language = EventItem("en", "Pope Leo to undergo an operation on his lung", above.vector)
     for item, joins in ((above, True), (below, False), (same_language, False)):
-        (decision,) = assign_events([item], window_with(english), SETTINGS, "m")
+        (decision,) = assign_events([item], window_with(english), settings, "m")
         assert (decision.joined == "old") is joins, item.item_id
-    (decision,) = assign_events([above], window_with(english), SETTINGS, "m")
+    (decision,) = assign_events([above], window_with(english), settings, "m")
     assert decision.threshold == cross
+
+
+def test_a_language_of_its_own_joins_at_its_own_threshold() -> None:
+    """``event_thresholds_by_language``: two French headlines join at the French entry,
+    not at ``event_threshold`` below it; English pairs keep ``event_threshold``; a pair
+    across two languages takes its own entry over ``event_threshold_cross_language``."""
+    french = "Le pape Léon XIV sera opéré du poumon, annonce le Vatican"
+    window = window_with(("old", french, axis(0)))
+    settings = dataclasses.replace(
+        SETTINGS, event_threshold=0.93, event_thresholds_by_language="fr=0.95 de-en=0.89"
+    )
+    for cosine, joins in ((0.955, True), (0.945, False)):
+        item = EventItem("fr", "Le pape Léon va être opéré des poumons", vector_at(cosine))
+        (decision,) = assign_events([item], window, settings, "m")
+        assert (decision.joined == "old") is joins, cosine
+        assert decision.threshold == 0.95 or not joins
+    english = window_with(("old", "Pope Leo XIV will have lung surgery, Vatican says", axis(0)))
+    item = EventItem("en", "Pope Leo will undergo surgery on his lung", vector_at(0.945))
+    (decision,) = assign_events([item], english, settings, "m")
+    assert (decision.joined, decision.threshold) == ("old", 0.93)
+    for cosine, joins in ((0.895, True), (0.885, False)):
+        item = EventItem("de", "Papst Leo XIV. wird an der Lunge operiert", vector_at(cosine))
+        (decision,) = assign_events([item], english, settings, "m")
+        assert (decision.joined == "old") is joins, cosine
+    # without the entry the pair takes event_threshold_cross_language
+    plain = dataclasses.replace(settings, event_thresholds_by_language="fr=0.95")
+    item = EventItem("de", "Papst Leo XIV. wird an der Lunge operiert", vector_at(0.895))
+    (decision,) = assign_events([item], english, plain, "m")
+    assert decision.joined is None
+
+
+def test_the_window_is_asked_down_to_the_lowest_threshold() -> None:
+    from feedmd.events.grouper import lowest_threshold
+
+    settings = dataclasses.replace(
+        SETTINGS,
+        event_threshold=0.93,
+        event_threshold_cross_language=0.9,
+        event_thresholds_by_language="fr=0.95 pl-en=0.88",
+    )
+    assert lowest_threshold(settings) == 0.88
+    assert lowest_threshold(dataclasses.replace(settings, event_thresholds_by_language="")) == 0.9
 
 
 def test_across_languages_the_numbers_veto_stays_and_the_subject_veto_goes() -> None:
@@ -157,5 +200,9 @@ def test_a_german_and_an_english_report_of_one_event_group_and_of_two_do_not() -
     decisions = assign_events(items, MemoryWindow(), SETTINGS, "m")
     assert [d.event_id for d in decisions] == ["0", "0", "2", "3", "3", "5"]
     # with one threshold for all pairs, as before, the German report stood alone
-    one = dataclasses.replace(SETTINGS, event_threshold_cross_language=SETTINGS.event_threshold)
+    one = dataclasses.replace(
+        SETTINGS,
+        event_threshold_cross_language=SETTINGS.event_threshold,
+        event_thresholds_by_language="",
+    )
     assert assign_events(items, MemoryWindow(), one, "m")[1].event_id == "1"

@@ -37,3 +37,18 @@ def test_two_languages_only_when_each_is_unlikely_in_the_others() -> None:
         language_of("Bayern Munich beat Dortmund", 0.0) != language_of("Bayern win the title", 0.0)
     )
     assert not in_two_languages(english, "Papst Leo muss operiert werden", 0.0)
+
+
+def test_pair_languages_names_one_language_two_or_none() -> None:
+    from feedmd.fingerprints.language import pair_languages
+
+    french = "Le pape Léon XIV sera opéré du poumon, annonce le Vatican"
+    assert pair_languages(french, "Le pape Léon va être opéré des poumons", OVERLAP) == ("fr",)
+    german = "Papst Leo XIV. wird an der Lunge operiert"
+    english = "Pope Leo XIV will have lung surgery, Vatican says"
+    assert pair_languages(german, english, OVERLAP) == ("de", "en")
+    assert pair_languages(english, german, OVERLAP) == ("de", "en")
+    # a side that cannot be told (no letters) names no language
+    assert pair_languages("12:30", french, OVERLAP) == ()
+    # two languages not told apart (each a little likely in the other): neither one nor two
+    assert pair_languages(german, english, 0.0) == ()

@@ -94,6 +94,13 @@ def test_feeds_and_orgs_are_read(tmp_path: Path) -> None:
         ("[[orgs]]\nname = 'Bad Name'\n", "orgs[0].name must be a short lowercase name"),
         ("[output]\ndirectory = 3\n", "output.directory must be a string"),
         ("jaccard_threshold = \n", "not valid TOML"),
+        (
+            "event_thresholds_by_language = 'fr=0.95, de=high'\n",
+            "'de=high': 'high' is not a number",
+        ),
+        ("event_thresholds_by_language = 'fr 0.95'\n", "'fr' is not LANGUAGE=COSINE"),
+        ("event_thresholds_by_language = 'de-de=0.9'\n", "keyed by the language alone"),
+        ("event_thresholds_by_language = 'fr=1.2'\n", "a cosine threshold is between 0 and 1"),
     ],
 )
 def test_bad_config_names_the_key_and_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -215,3 +222,25 @@ def test_a_setting_with_a_check_names_what_it_wants() -> None:
     for bad in ("Mars/Olympus", "../../etc/passwd", "Europe/"):
         with pytest.raises(ConfigError, match="IANA time zone name"):
             coerce_setting("timezone", bad, "FEEDMD_TIMEZONE")
+
+
+def test_language_thresholds_are_read_from_every_layer(tmp_path: Path) -> None:
+    """Per-language event thresholds: file, environment and flag, pair keys in either
+    order."""
+    from feedmd.settings.events import language_thresholds
+
+    path = write(tmp_path, "event_thresholds_by_language = 'fr=0.95 es-en=0.9'\n")
+    from_file = load_config(path, environ={}).settings
+    assert language_thresholds(from_file.event_thresholds_by_language) == {
+        "fr": 0.95,
+        "en-es": 0.9,
+    }
+    from_env = load_config(
+        path, environ={"FEEDMD_EVENT_THRESHOLDS_BY_LANGUAGE": "pl=0.94,de-en=0.91"}
+    ).settings
+    assert language_thresholds(from_env.event_thresholds_by_language) == {
+        "pl": 0.94,
+        "de-en": 0.91,
+    }
+    off = load_config(path, environ={}, overrides={"event_thresholds_by_language": ""}).settings
+    assert language_thresholds(off.event_thresholds_by_language) == {}

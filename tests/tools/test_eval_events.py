@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from feedmd.cli.main import main
+from feedmd.tools.evaluation.events import CURVE_THRESHOLDS, threshold_curve
 
 PAIRS = REPO / "tests" / "events" / "multilingual_pairs.jsonl"
 ROWS = [
@@ -119,7 +120,27 @@ def test_pairs_are_scored_per_language_pair(tmp_path: Path) -> None:
     assert report["threshold_cross_language"] < report["threshold"]
     text = CliRunner().invoke(main, args)
     assert "  de-en: 3 pairs, precision 1.0 recall 1.0" in text.output
+    # each language pair's figures along the thresholds, to choose its own from
+    curve = report["by_language_pair_thresholds"]["de-en"]
+    assert curve["0.900"]["tp"] == 2 and curve["0.935"]["tp"] == 1
     # one threshold for every pair, as before: the Pope pair (0.918) is missed
-    same_threshold = ["--event-threshold-cross-language", "0.935"]
+    same_threshold = [
+        "--event-threshold-cross-language",
+        "0.935",
+        "--event-thresholds-by-language",
+        "",
+    ]
     strict = json.loads(CliRunner().invoke(main, [*args, *same_threshold, "--json"]).output)
     assert strict["pairs"]["by_language_pair"]["de-en"]["tp"] == 1  # the iPhone pair: 0.94
+
+
+def test_threshold_curve_counts_pairs_at_or_above_each_threshold() -> None:
+    points = [(0.95, True), (0.93, True), (0.92, False), (0.86, False), (-1.0, True)]
+    curve = threshold_curve(points)
+    assert list(curve) == [f"{t:.3f}" for t in CURVE_THRESHOLDS]
+    assert curve["0.850"] == {"tp": 2, "fp": 2, "precision": 0.5, "recall": 0.6667}
+    assert curve["0.920"] == {"tp": 2, "fp": 1, "precision": 0.6667, "recall": 0.6667}
+    assert curve["0.925"] == {"tp": 2, "fp": 0, "precision": 1.0, "recall": 0.6667}
+    # at the boundary: 0.95 reaches 0.950, the vetoed pair (-1.0) never counts
+    assert curve["0.950"]["tp"] == 1 and curve["0.955"]["tp"] == 0
+    assert curve["0.980"] == {"tp": 0, "fp": 0, "precision": None, "recall": 0.0}

@@ -1,4 +1,4 @@
-"""`feedmd eval events` and `feedmd eval event-pairs`: event grouping measured on labelled data.
+"""`feedmd eval events` (and its `--pairs`): event grouping measured on labelled data.
 
 Headlines (the format of `eval headlines`) are replayed oldest first, in batches of
 ``batch_minutes`` as a poller would see them, through the real encoder and the real grouper
@@ -209,14 +209,39 @@ def _counts(kinds: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# The cosines at which `eval events --pairs` reports each language pair's tp and fp: the
+# range in which every threshold of feedmd's has been chosen (docs/events.md).
+CURVE_THRESHOLDS = tuple(round(0.85 + 0.005 * step, 3) for step in range(27))
+
+
+def threshold_curve(points: Sequence[tuple[float, bool]]) -> dict[str, dict[str, Any]]:
+    """For each of ``CURVE_THRESHOLDS``: tp, fp and precision of the pairs whose cosine
+    reaches it (``points``: (cosine, labelled same); a vetoed pair has cosine -1), so
+    one language pair's threshold can be chosen by the precision it buys."""
+    curve: dict[str, dict[str, Any]] = {}
+    for threshold in CURVE_THRESHOLDS:
+        tp = sum(1 for score, same in points if score >= threshold and same)
+        fp = sum(1 for score, same in points if score >= threshold and not same)
+        positives = sum(1 for _, same in points if same)
+        curve[f"{threshold:.3f}"] = {
+            "tp": tp,
+            "fp": fp,
+            "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+            "recall": round(tp / positives, 4) if positives else None,
+        }
+    return curve
+
+
 def evaluate_event_pairs(
     path: str | Path, settings: Settings, encoder: Encoder | None = None
 ) -> dict[str, Any]:
-    """Run `feedmd eval event-pairs`: predicted same when the cosine reaches the pair's
-    threshold (``grouper.pair_rule``: across two languages the cross-language one) and
-    no veto keeps the two apart; tp, fp, fn, tn, precision, recall (unsure pairs left out),
-    the same per language pair (the file's, ``labelled_languages``, else the languages
-    told from the texts, 'und' where they cannot be) and the errors listed."""
+    """Score labelled pairs (`feedmd eval events HEADLINES --pairs FILE`): predicted same
+    when the cosine reaches the pair's threshold (``grouper.pair_rule``: a language's own,
+    or across two languages the cross-language one) and no veto keeps the two apart; tp,
+    fp, fn, tn, precision, recall (unsure pairs left out), the same per language pair (the
+    file's, ``labelled_languages``, else the languages told from the texts, 'und' where
+    they cannot be) with each pair's figures along ``CURVE_THRESHOLDS``, and the errors
+    listed."""
     rows = [
         row
         for row in read_jsonl(path, ("id", "a", "b", "label"))
@@ -231,12 +256,11 @@ def evaluate_event_pairs(
     by_language: dict[str, list[str]] = {}
     errors: list[dict[str, Any]] = []
     same: list[str] = []
+    curves: dict[str, list[tuple[float, bool]]] = {}
     for row, score in zip(rows, scores.tolist(), strict=True):
         a, b = str(row["a"]), str(row["b"])
         needed, vetoes = pair_rule(a, b, settings)
-        reason = None
-        if score >= needed:
-            reason = veto(a, b, casing, settings.subject_max_tokens, enabled=vetoes)
+        reason = veto(a, b, casing, settings.subject_max_tokens, enabled=vetoes)
         predicted, actual = score >= needed and reason is None, row["label"] == "same"
         if predicted:
             same.append(str(row["id"]))
@@ -248,6 +272,7 @@ def evaluate_event_pairs(
             language_of(a) or "", language_of(b) or ""
         )
         by_language.setdefault(languages, []).append(kind)
+        curves.setdefault(languages, []).append((score if reason is None else -1.0, actual))
         if kind in ("fp", "fn"):
             errors.append(
                 {
@@ -258,7 +283,7 @@ def evaluate_event_pairs(
                     "b": b,
                     "score": round(score, 4),
                     "threshold": needed,
-                    "veto": reason,
+                    "veto": reason if score >= needed else None,
                 }
             )
     return {
@@ -268,6 +293,9 @@ def evaluate_event_pairs(
         "threshold_cross_language": settings.event_threshold_cross_language,
         **_counts(kinds),
         "by_language_pair": {pair: _counts(k) for pair, k in sorted(by_language.items())},
+        "by_language_pair_thresholds": {
+            pair: threshold_curve(points) for pair, points in sorted(curves.items())
+        },
         "predicted_same": same,
         "errors": errors,
     }
