@@ -10,7 +10,12 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from feedmd.cli.main import main
-from feedmd.tools.evaluation.events import CURVE_THRESHOLDS, threshold_curve
+from feedmd.tools.evaluation.events import (
+    CURVE_THRESHOLDS,
+    CurvePoint,
+    entry_key,
+    threshold_curve,
+)
 
 PAIRS = REPO / "tests" / "events" / "multilingual_pairs.jsonl"
 ROWS = [
@@ -134,13 +139,26 @@ def test_pairs_are_scored_per_language_pair(tmp_path: Path) -> None:
     assert strict["pairs"]["by_language_pair"]["de-en"]["tp"] == 1  # the iPhone pair: 0.94
 
 
-def test_threshold_curve_counts_pairs_at_or_above_each_threshold() -> None:
-    points = [(0.95, True), (0.93, True), (0.92, False), (0.86, False), (-1.0, True)]
+def test_threshold_curve_moves_only_the_pairs_its_entry_decides() -> None:
+    points = [
+        CurvePoint(0.95, True, None),
+        CurvePoint(0.93, True, None),
+        CurvePoint(0.92, False, None),
+        CurvePoint(0.86, False, None),
+        CurvePoint(-1.0, True, None),  # vetoed: never counts
+        CurvePoint(0.91, True, 0.935),  # told to be another pair: decided at its own 0.935
+    ]
     curve = threshold_curve(points)
     assert list(curve) == [f"{t:.3f}" for t in CURVE_THRESHOLDS]
-    assert curve["0.850"] == {"tp": 2, "fp": 2, "precision": 0.5, "recall": 0.6667}
-    assert curve["0.920"] == {"tp": 2, "fp": 1, "precision": 0.6667, "recall": 0.6667}
-    assert curve["0.925"] == {"tp": 2, "fp": 0, "precision": 1.0, "recall": 0.6667}
-    # at the boundary: 0.95 reaches 0.950, the vetoed pair (-1.0) never counts
+    assert curve["0.850"] == {"tp": 2, "fp": 2, "precision": 0.5, "recall": 0.5}
+    assert curve["0.920"] == {"tp": 2, "fp": 1, "precision": 0.6667, "recall": 0.5}
+    assert curve["0.925"] == {"tp": 2, "fp": 0, "precision": 1.0, "recall": 0.5}
+    # at the boundary: 0.95 reaches 0.950 and not 0.955
     assert curve["0.950"]["tp"] == 1 and curve["0.955"]["tp"] == 0
     assert curve["0.980"] == {"tp": 0, "fp": 0, "precision": None, "recall": 0.0}
+
+
+def test_entry_key_names_the_setting_entry_of_a_language_pair() -> None:
+    assert entry_key("de-de") == "de"
+    assert entry_key("fr-en") == "en-fr"
+    assert entry_key("de-en") == "de-en"

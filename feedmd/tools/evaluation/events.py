@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from feedmd.events.grouper import (
     pair_rule,
 )
 from feedmd.events.vetoes import veto
-from feedmd.fingerprints.language import language_of
+from feedmd.fingerprints.language import language_of, pair_languages
 from feedmd.fingerprints.subject_gate import CasingStats
 from feedmd.fingerprints.vectors import as_stored
 from feedmd.model.encoder import E5Encoder, Encoder
@@ -209,20 +210,38 @@ def _counts(kinds: Sequence[str]) -> dict[str, Any]:
     }
 
 
-# The cosines at which `eval events --pairs` reports each language pair's tp and fp: the
+# The cosines at which `eval events --pairs` reports each language pair's figures: the
 # range in which every threshold of feedmd's has been chosen (docs/events.md).
 CURVE_THRESHOLDS = tuple(round(0.85 + 0.005 * step, 3) for step in range(27))
 
 
-def threshold_curve(points: Sequence[tuple[float, bool]]) -> dict[str, dict[str, Any]]:
-    """For each of ``CURVE_THRESHOLDS``: tp, fp and precision of the pairs whose cosine
-    reaches it (``points``: (cosine, labelled same); a vetoed pair has cosine -1), so
-    one language pair's threshold can be chosen by the precision it buys."""
+@dataclass(frozen=True)
+class CurvePoint:
+    """One labelled pair as a language pair's threshold table sees it: its cosine (-1 when
+    a veto keeps it apart), its label, and ``fixed``: the threshold it is decided at
+    whatever the language pair's entry, or None when the entry decides it (the pair is
+    told to be in that language pair)."""
+
+    score: float
+    same: bool
+    fixed: float | None
+
+
+def threshold_curve(points: Sequence[CurvePoint]) -> dict[str, dict[str, Any]]:
+    """tp, fp, precision and recall of one language pair with its entry in
+    ``event_thresholds_by_language`` set to each of ``CURVE_THRESHOLDS`` (the pairs whose
+    language is told otherwise keep their own threshold): the table an entry is chosen
+    from, by the precision it buys (docs/events.md)."""
+    positives = sum(1 for point in points if point.same)
     curve: dict[str, dict[str, Any]] = {}
     for threshold in CURVE_THRESHOLDS:
-        tp = sum(1 for score, same in points if score >= threshold and same)
-        fp = sum(1 for score, same in points if score >= threshold and not same)
-        positives = sum(1 for _, same in points if same)
+        predicted = [
+            point
+            for point in points
+            if point.score >= (threshold if point.fixed is None else point.fixed)
+        ]
+        tp = sum(1 for point in predicted if point.same)
+        fp = len(predicted) - tp
         curve[f"{threshold:.3f}"] = {
             "tp": tp,
             "fp": fp,
@@ -230,6 +249,13 @@ def threshold_curve(points: Sequence[tuple[float, bool]]) -> dict[str, dict[str,
             "recall": round(tp / positives, 4) if positives else None,
         }
     return curve
+
+
+def entry_key(languages: str) -> str:
+    """The ``event_thresholds_by_language`` key of a language pair as reported ("de-de"
+    -> "de", "fr-en" -> "en-fr")."""
+    first, _, second = languages.partition("-")
+    return first if first == second else "-".join(sorted((first, second)))
 
 
 def evaluate_event_pairs(
@@ -256,7 +282,7 @@ def evaluate_event_pairs(
     by_language: dict[str, list[str]] = {}
     errors: list[dict[str, Any]] = []
     same: list[str] = []
-    curves: dict[str, list[tuple[float, bool]]] = {}
+    curves: dict[str, list[CurvePoint]] = {}
     for row, score in zip(rows, scores.tolist(), strict=True):
         a, b = str(row["a"]), str(row["b"])
         needed, vetoes = pair_rule(a, b, settings)
@@ -272,7 +298,14 @@ def evaluate_event_pairs(
             language_of(a) or "", language_of(b) or ""
         )
         by_language.setdefault(languages, []).append(kind)
-        curves.setdefault(languages, []).append((score if reason is None else -1.0, actual))
+        told = pair_languages(a, b, settings.event_language_overlap)
+        curves.setdefault(languages, []).append(
+            CurvePoint(
+                score if reason is None else -1.0,
+                actual,
+                None if "-".join(told) == entry_key(languages) else needed,
+            )
+        )
         if kind in ("fp", "fn"):
             errors.append(
                 {
