@@ -175,6 +175,13 @@ class GoogleDouble:
             if self.delay_seconds and self._stopping.wait(self.delay_seconds):
                 return
             status, headers, body = self._answer(handler, method)
+        finally:
+            # A request stops counting before its answer is written: once the client has read
+            # it, it may send the next one while this thread is still unwinding, and counting
+            # both would report one request more than the client ever had open at once.
+            with self._lock:
+                self._in_flight -= 1
+        try:
             handler.send_response(status)
             for name, value in headers.items():
                 handler.send_header(name, value)
@@ -183,9 +190,6 @@ class GoogleDouble:
             handler.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (the timeout tests)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
 
     def _answer(
         self, handler: BaseHTTPRequestHandler, method: str
