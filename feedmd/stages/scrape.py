@@ -3,11 +3,11 @@
 ``plan_pages`` settles the survivors' pages that need no request (a page already scraped
 by any feed of the same org is reused, ``known``; an unresolved redirect link is skipped)
 and lists one URL per page key to fetch; ``feedmd.sources.pages`` fetches them and hands
-each body to ``PageReduction``: trafilatura -> Markdown -> prose (``prose``) -> TLSH
-digest and shingles. ``without_furniture``, ``without_walls`` and ``settle`` are the
-step's later passes (a host's furniture lines left out; short pages that read as a
-consent wall, by the sentence model, left without a digest; the copies of a failed kept
-page decided again). No I/O
+each body to ``PageReduction``: the article's markup put together (``markup``) ->
+trafilatura -> Markdown -> prose (``prose``) -> TLSH digest and shingles.
+``without_furniture``, ``without_walls`` and ``settle`` are the step's later passes (a
+host's furniture lines left out; short pages that read as a consent wall, by the sentence
+model, left without a digest; the copies of a failed kept page decided again). No I/O
 here: the conductor (``feedmd.pipeline``) wires the two halves.
 """
 
@@ -25,9 +25,10 @@ from feedmd.fingerprints.urls import host_of
 from feedmd.models import HTML_TYPES, Candidate, Page, Stage1Result
 from feedmd.settings import Settings
 from feedmd.settings.bodies import PROSE_RULE_VERSION
+from feedmd.stages.markup import MARKUP_RULE_VERSION, prepared_tree
 from feedmd.stages.prose import WallLines, markdown_to_prose, walls_by_meaning
 
-EXTRACTOR = f"trafilatura-{trafilatura.__version__}/{PROSE_RULE_VERSION}"
+EXTRACTOR = f"trafilatura-{trafilatura.__version__}+{MARKUP_RULE_VERSION}/{PROSE_RULE_VERSION}"
 # One trafilatura extraction at a time in the process. Extraction runs in worker threads
 # (off the event loop), and trafilatura / lxml are not safe to run concurrently in
 # threads: native crashes (SIGSEGV, SIGABRT "munmap_chunk(): invalid pointer") are
@@ -103,9 +104,10 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
         return replace(base, status="ok", no_digest_reason="empty page")
     try:
         with _EXTRACTING:
+            tree = prepared_tree(body)
             markdown = (
                 trafilatura.extract(
-                    body,
+                    body if tree is None else tree,
                     url=base.url or None,
                     output_format="markdown",
                     include_comments=False,
