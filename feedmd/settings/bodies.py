@@ -12,11 +12,12 @@ from feedmd.settings.fields import setting
 
 # The prose rule's own version (feedmd/stages/prose.py): bump it with any change to what
 # the rule keeps, and every stored digest is made again from its stored Markdown.
+# v7: text in escaped angle brackets ("\<The Palace>", a title) is text, not an HTML tag;
 # v6: a link line inside a sentence is read as text (not a break of paragraph context);
 # v5: a sub-heading between paragraphs, a table row read as one line, lines of 8 words;
 # v4: consent walls are also told by meaning (the wall_model settings); v3: table cells
 # are read as text (v2: every table row was structure).
-PROSE_RULE_VERSION = "prose-v6"
+PROSE_RULE_VERSION = "prose-v7"
 
 
 def _off_or_at_least_two(value: int) -> str | None:

@@ -1,4 +1,4 @@
-"""Markdown -> prose -> TLSH: prose-v6 (the line rule plus paragraph context, sub-headings,
+"""Markdown -> prose -> TLSH: prose-v7 (the line rule plus paragraph context, sub-headings,
 link lines inside a sentence, short sentences, CJK word counts, table cells and rows,
 furniture lines and junk pages), both sides of each threshold. Walls in every language are
 in test_walls.py."""
@@ -29,8 +29,8 @@ def with_extra(**extra: Any) -> Settings:
     return dataclasses.replace(SETTINGS, **extra)
 
 
-def test_rule_version_is_v6() -> None:
-    assert PROSE_RULE_VERSION == "prose-v6"
+def test_rule_version_is_v7() -> None:
+    assert PROSE_RULE_VERSION == "prose-v7"
 
 
 def test_line_needs_eight_words() -> None:
@@ -59,6 +59,17 @@ def test_list_items_emphasis_html_tags_and_escapes_become_plain_prose() -> None:
     assert prose_line("- **" + TWELVE + "**", SETTINGS) == TWELVE
     tagged = "one two <u>three four</u> five six seven eight nine ten eleven \\[twelve\\]"
     assert prose_line(tagged, SETTINGS) == TWELVE.replace("twelve", "[twelve]")
+
+
+def test_text_in_escaped_angle_brackets_is_text_not_a_tag() -> None:
+    # trafilatura writes a literal "<" as "\<": a title in angle brackets stays in the prose
+    line = "It was part of the opening of \\<The Palace: Tale of Jang Noksu> at the festival"
+    assert prose_line(line, SETTINGS) == (
+        "It was part of the opening of <The Palace: Tale of Jang Noksu> at the festival"
+    )
+    # the same words as a real tag are markup and go
+    tag = "It was part of the opening of <span class='title'>the play</span> at the festival"
+    assert prose_line(tag, SETTINGS) == "It was part of the opening of the play at the festival"
 
 
 def test_short_sentence_needs_four_words_and_sentence_punctuation() -> None:
