@@ -10,7 +10,8 @@ containers it takes for boilerplate. Two shapes of real pages lose their text th
    ``join_split_article_bodies`` moves the later containers' content into the first, in
    document order, when two or more containers share one class string that names an
    article body (``article-body``, ``story__content``, ``entry-content``, ``post_text``,
-   ``body__container``, ...), and neither holds the other.
+   ``body__container``, ...), sit in the same place of the layout (the same tags and
+   classes above them: a related-posts rail that reuses the class is elsewhere).
 2. **Embedded posts.** Twitter's, Instagram's and TikTok's embed code is a blockquote
    (``twitter-tweet``, ``instagram-media``, ``tiktok-embed``) that sites wrap in
    containers named "social-media-embed", "article-widget" and the like, which trafilatura
@@ -68,23 +69,33 @@ def prepared_tree(body: bytes | str) -> HtmlElement | None:
 def join_split_article_bodies(tree: HtmlElement) -> int:
     """Move the content of later article-body containers of one class string into the
     first (see the module docstring); returns how many containers were joined."""
-    groups: dict[str, list[HtmlElement]] = {}
+    groups: dict[tuple[tuple[str, str], ...], list[HtmlElement]] = {}
     for element in tree.iter(*_CONTAINER_TAGS):
         classes = element.get("class")
         if classes and _ARTICLE_BODY_CLASS.search(classes):
-            groups.setdefault(" ".join(classes.split()), []).append(element)
+            groups.setdefault(_place(element), []).append(element)
     joined = 0
     for members in groups.values():
         if len(members) < 2:
             continue
-        inside = set(members)
-        outermost = [m for m in members if not any(a in inside for a in m.iterancestors())]
-        first, *later = outermost
+        # one place has one depth, so no member holds another
+        first, *later = members
         for container in later:
             _move_content(container, first)
             _remove_keeping_tail(container)
             joined += 1
     return joined
+
+
+def _place(element: HtmlElement) -> tuple[tuple[str, str], ...]:
+    """An element's tag and class string and those of all its ancestors: the runs of one
+    split body sit in the same place of the layout (Wired: each in its own "grid" div
+    under one parent), while a related-posts rail that reuses the body's class sits
+    elsewhere ("related-posts > article > post-content") and is not joined to it."""
+    return tuple(
+        (str(node.tag), " ".join((node.get("class") or "").split()))
+        for node in (element, *element.iterancestors())
+    )
 
 
 def embedded_posts_as_quotes(tree: HtmlElement) -> int:

@@ -121,6 +121,13 @@ def test_only_containers_of_one_class_that_names_an_article_body_are_joined() ->
         "<div class='article-body related'><p>two</p></div></body></html>"
     )
     assert join_split_article_bodies(mixed) == 0
+    # a related-posts rail that reuses the body's class sits elsewhere: not the story
+    rail = tree_of(
+        f"<html><body><main><div class='post-content'>{paragraphs(FIRST_RUN)}</div></main>"
+        "<aside class='related-posts'><article><div class='post-content'><p>Another story's "
+        "teaser that a rail prints under every article</p></div></article></aside></body></html>"
+    )
+    assert join_split_article_bodies(rail) == 0
     # one container: nothing to join
     single = tree_of(f"<html><body><div class='story-content'>{paragraphs(FIRST_RUN)}</div>")
     assert join_split_article_bodies(single) == 0
