@@ -128,6 +128,23 @@ def test_only_containers_of_one_class_that_names_an_article_body_are_joined() ->
         "teaser that a rail prints under every article</p></div></article></aside></body></html>"
     )
     assert join_split_article_bodies(rail) == 0
+    # cards of a teaser strip, each in an article of its own: not one story's runs
+    cards = tree_of(
+        "<html><body><div class='strip'>"
+        + "".join(
+            f"<article class='card'><div class='entry-content'><p>{text}</p></div></article>"
+            for text in LATER_RUNS
+        )
+        + f"</div><div class='story'><div class='entry-content'>{paragraphs(FIRST_RUN)}</div>"
+        "</div></body></html>"
+    )
+    assert join_split_article_bodies(cards) == 0
+    stacked = tree_of(
+        "<html><body><ul class='stack'>"
+        + "".join(f"<li><div class='article-body'><p>{text}</p></div></li>" for text in FIRST_RUN)
+        + "</ul></body></html>"
+    )
+    assert join_split_article_bodies(stacked) == 0
     # one container: nothing to join
     single = tree_of(f"<html><body><div class='story-content'>{paragraphs(FIRST_RUN)}</div>")
     assert join_split_article_bodies(single) == 0
@@ -145,9 +162,10 @@ def test_joining_keeps_order_text_and_tails_and_never_copies_a_nested_container(
     assert join_split_article_bodies(tree) == 1
     page = tree.get_element_by_id("page")
     assert [child.get("class") for child in page] == ["entry-content"]
-    assert page[0].text_content() == "lead oneloose twonested"
+    # the second container's loose text follows the first's last words on a line of its own
+    assert page[0].text_content() == "lead one\nloose twonested"
     # the text between and after the containers stays in the page, in place
-    assert page[0].tail == "betweenafter"
+    assert page[0].tail == "between\nafter"
     assert tostring(tree).count(b"nested") == 1
 
 
@@ -177,12 +195,61 @@ def test_a_post_takes_the_place_of_every_wrapper_that_holds_nothing_else() -> No
 
 
 def test_a_wrapper_with_words_of_its_own_is_kept() -> None:
-    caption = "<div class='embed-box'><p class='caption'>The haulier's complaint</p>"
-    tree = tree_of(article_with(tweet_in(caption, "</div>")))
+    # words in a child, in the wrapper's own text, or after a child: each keeps the wrapper
+    for opening, closing in (
+        ("<div class='embed-box'><p class='caption'>The haulier's complaint</p>", "</div>"),
+        ("<div class='embed-box'>The haulier's complaint", "</div>"),
+        ("<div class='embed-box'><span></span>The haulier's complaint", "</div>"),
+        ("<div class='embed-box'>", "<span>Quoted by the desk</span></div>"),
+    ):
+        tree = tree_of(article_with(tweet_in(opening, closing)))
+        assert embedded_posts_as_quotes(tree) == 1
+        quote = next(tree.iter("blockquote"))
+        assert quote.getparent().get("class") == "embed-box"  # the box and its words stay
+        assert "complaint" in tostring(tree).decode() or "desk" in tostring(tree).decode()
+        assert quote.attrib == {}
+
+
+def test_scripts_styles_comments_and_empty_elements_beside_a_post_are_no_words() -> None:
+    beside = (
+        "<div class='embed'><style>.x { color: red }</style><!-- embed -->"
+        "<script>window.twttr = 1;</script><span class='icon'></span>",
+        "</div>",
+    )
+    tree = tree_of(article_with(tweet_in(*beside)))
     assert embedded_posts_as_quotes(tree) == 1
-    quote = next(tree.iter("blockquote"))
-    assert quote.getparent().get("class") == "embed-box"  # the caption's box stays
-    assert quote.attrib == {}
+    assert next(tree.iter("blockquote")).getparent().get("class") == "article-text"
+
+
+def test_every_platforms_embed_code_is_a_post_and_the_text_after_a_wrapper_stays() -> None:
+    for platform in ("twitter-tweet", "instagram-media", "tiktok-embed"):
+        tree = tree_of(
+            "<html><body><div class='article-text'><p>Before the post.</p>"
+            f"<div class='social-embed'><blockquote class='{platform}'><p>The post</p>"
+            "</blockquote></div>After the post.</div></body></html>"
+        )
+        assert embedded_posts_as_quotes(tree) == 1, platform
+        quote = next(tree.iter("blockquote"))
+        assert quote.getparent().get("class") == "article-text"
+        assert quote.tail == "After the post."
+
+
+def test_a_post_never_takes_the_place_of_a_page_region_or_more_than_four_wrappers() -> None:
+    # a site's own promoted post in its sidebar stays in the sidebar
+    sidebar = tree_of(
+        f"<html><body><main>{paragraphs(FIRST_RUN)}</main><div class='sidebar'>"
+        "<div class='widget'><blockquote class='twitter-tweet'><p>Follow us</p></blockquote>"
+        "</div></div></body></html>"
+    )
+    assert embedded_posts_as_quotes(sidebar) == 1
+    assert next(sidebar.iter("blockquote")).getparent().get("class") == "sidebar"
+    deep = tree_of(
+        "<html><body><div id='top'>" + "<div>" * 6 + "<blockquote class='twitter-tweet'>"
+        "<p>The post</p></blockquote>" + "</div>" * 6 + "</div></body></html>"
+    )
+    assert embedded_posts_as_quotes(deep) == 1
+    depth = sum(1 for _ in next(deep.iter("blockquote")).iterancestors())
+    assert depth == 2 + 3  # html, body, #top, and the 2 of 6 divs above the 4 it climbed
 
 
 def test_a_blockquote_that_is_no_embedded_post_is_left_alone() -> None:
