@@ -149,12 +149,17 @@ def lowest_threshold(settings: Settings) -> float:
 
 
 def pair_rule(title: str, other: str, settings: Settings) -> tuple[float, tuple[str, ...]]:
-    """The threshold and the vetoes for one pair of headlines. Across two languages: the
-    pair's entry in ``event_thresholds_by_language`` ("de-en"), else
+    """The threshold and the vetoes for one pair of headlines: ``languages_rule`` for the
+    languages they are told to be in (``pair_languages``)."""
+    return languages_rule(pair_languages(title, other, settings.event_language_overlap), settings)
+
+
+def languages_rule(languages: tuple[str, ...], settings: Settings) -> tuple[float, tuple[str, ...]]:
+    """The threshold and the vetoes for a pair told to be in ``languages``. Across two
+    languages: the pair's entry in ``event_thresholds_by_language`` ("de-en"), else
     ``event_threshold_cross_language``, and no subject veto. In one language told apart:
     that language's entry ("fr"), else ``event_threshold``; in any other case
     ``event_threshold``. The subject veto only with ``subject_gate`` on."""
-    languages = pair_languages(title, other, settings.event_language_overlap)
     by_language = language_thresholds(settings.event_thresholds_by_language)
     if len(languages) == 2:
         threshold = by_language.get("-".join(languages), settings.event_threshold_cross_language)

@@ -6,8 +6,10 @@ One part of ``Settings`` (``core.py`` assembles the parts into one flat, frozen 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from feedmd.settings.fields import setting
 
@@ -16,19 +18,14 @@ from feedmd.settings.fields import setting
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
 
 
-def language_thresholds(text: str) -> dict[str, float]:
+@lru_cache(maxsize=16)
+def language_thresholds(text: str) -> Mapping[str, float]:
     """``event_thresholds_by_language`` read into {key: cosine}: entries ``KEY=COSINE``
     separated by commas or spaces, where KEY is a language ("fr") for two headlines in it
     or two languages ("de-en", either order) for a pair across them; a pair's key comes
     back in alphabetical order ("en-es" for "es-en"). Raises ValueError naming the bad
-    entry."""
-    return dict(_parse(text))
-
-
-@lru_cache(maxsize=16)
-def _parse(text: str) -> tuple[tuple[str, float], ...]:
-    """The entries of ``language_thresholds``, parsed once per distinct text (the grouper
-    asks for every candidate pair)."""
+    entry. Parsed once per distinct text (the grouper asks for every candidate pair), so
+    the mapping is read-only."""
     thresholds: dict[str, float] = {}
     for entry in re.split(r"[\s,]+", text.strip()):
         if not entry:
@@ -46,7 +43,7 @@ def _parse(text: str) -> tuple[tuple[str, float], ...]:
         if not 0.0 <= cosine <= 1.0:
             raise ValueError(f"{entry!r}: a cosine threshold is between 0 and 1")
         thresholds["-".join(sorted(codes))] = cosine
-    return tuple(thresholds.items())
+    return MappingProxyType(thresholds)
 
 
 DEFAULT_LANGUAGE_THRESHOLDS = (

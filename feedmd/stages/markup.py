@@ -70,8 +70,9 @@ _NOT_TEXT = frozenset({"script", "style", "noscript", "template"})
 
 
 def prepared_tree(body: bytes | str) -> HtmlElement | None:
-    """The page parsed as trafilatura parses it, with both passes applied; None when it
-    cannot be parsed (trafilatura then gets the raw body and says so itself)."""
+    """The page parsed as trafilatura parses it (``trafilatura.load_html``), with both
+    passes applied; None when it cannot be read as HTML, where trafilatura would find no
+    text either."""
     tree = trafilatura.load_html(body)
     if tree is None:
         return None

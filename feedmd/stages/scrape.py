@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import trafilatura
+from lxml.html import HtmlElement
 
 from feedmd.fingerprints.shingles import pack, shingle_hashes
 from feedmd.fingerprints.urls import host_of
@@ -105,23 +106,29 @@ def extract_page(base: Page, body: bytes, settings: Settings) -> Page:
     try:
         with _EXTRACTING:
             tree = prepared_tree(body)
-            markdown = (
-                trafilatura.extract(
-                    body if tree is None else tree,
-                    url=base.url or None,
-                    output_format="markdown",
-                    include_comments=False,
-                    include_links=True,
-                    include_tables=True,
-                    include_images=False,
-                )
-                or ""
-            )
+            # None: not HTML that trafilatura can read, so no text (trafilatura's own answer)
+            markdown = "" if tree is None else _markdown(tree, base.url)
     except Exception as exc:  # trafilatura on hostile HTML must not stop the run
         return replace(base, error=f"extraction failed: {type(exc).__name__}: {exc}")
     if len(markdown) > settings.max_markdown_chars:
         return past_extraction_budget(replace(base, status="ok", markdown=markdown), settings)
     return fingerprint(replace(base, status="ok", markdown=markdown), settings)
+
+
+def _markdown(tree: HtmlElement, url: str) -> str:
+    """trafilatura's Markdown of a prepared page ('' when it finds no text)."""
+    return (
+        trafilatura.extract(
+            tree,
+            url=url or None,
+            output_format="markdown",
+            include_comments=False,
+            include_links=True,
+            include_tables=True,
+            include_images=False,
+        )
+        or ""
+    )
 
 
 def past_extraction_budget(page: Page, settings: Settings) -> Page:

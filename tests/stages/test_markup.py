@@ -260,7 +260,11 @@ def test_a_blockquote_that_is_no_embedded_post_is_left_alone() -> None:
     assert next(tree.iter("blockquote")).get("class") == "pull"
 
 
-def test_unparseable_bodies_fall_back_to_trafilatura_as_before() -> None:
-    assert prepared_tree(b"") is None
-    page = extract_page(BASE, b"\x00\x01 not html", SETTINGS)
-    assert page.error is None and page.digest is None
+def test_a_body_that_is_no_html_gives_no_text_and_no_error() -> None:
+    for body in (b"", b"<p>x</p>", b"plain words here"):
+        assert prepared_tree(body) is None
+        assert trafilatura.extract(body) is None  # what trafilatura alone makes of it
+    page = extract_page(BASE, b"plain words here", SETTINGS)
+    assert page.error is None and page.digest is None and page.markdown == ""
+    odd = extract_page(BASE, b"\x00\x01 not html", SETTINGS)
+    assert odd.error is None and odd.digest is None

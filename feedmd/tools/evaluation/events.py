@@ -31,7 +31,7 @@ from feedmd.events.grouper import (
     EventItem,
     MemoryWindow,
     assign_events,
-    pair_rule,
+    languages_rule,
 )
 from feedmd.events.vetoes import veto
 from feedmd.fingerprints.language import language_of, pair_languages
@@ -262,7 +262,7 @@ def evaluate_event_pairs(
     path: str | Path, settings: Settings, encoder: Encoder | None = None
 ) -> dict[str, Any]:
     """Score labelled pairs (`feedmd eval events HEADLINES --pairs FILE`): predicted same
-    when the cosine reaches the pair's threshold (``grouper.pair_rule``: a language's own,
+    when the cosine reaches the pair's threshold (``grouper.languages_rule``: a language's own,
     or across two languages the cross-language one) and no veto keeps the two apart; tp,
     fp, fn, tn, precision, recall (unsure pairs left out), the same per language pair (the
     file's, ``labelled_languages``, else the languages told from the texts, 'und' where
@@ -285,7 +285,8 @@ def evaluate_event_pairs(
     curves: dict[str, list[CurvePoint]] = {}
     for row, score in zip(rows, scores.tolist(), strict=True):
         a, b = str(row["a"]), str(row["b"])
-        needed, vetoes = pair_rule(a, b, settings)
+        told = pair_languages(a, b, settings.event_language_overlap)
+        needed, vetoes = languages_rule(told, settings)
         reason = veto(a, b, casing, settings.subject_max_tokens, enabled=vetoes)
         predicted, actual = score >= needed and reason is None, row["label"] == "same"
         if predicted:
@@ -298,7 +299,6 @@ def evaluate_event_pairs(
             language_of(a) or "", language_of(b) or ""
         )
         by_language.setdefault(languages, []).append(kind)
-        told = pair_languages(a, b, settings.event_language_overlap)
         curves.setdefault(languages, []).append(
             CurvePoint(
                 score if reason is None else -1.0,
