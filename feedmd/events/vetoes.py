@@ -6,8 +6,11 @@ function of the two titles and returns a short reason, or None to let the match 
 
 1. **different numbers**: both titles carry numbers and share none ("Q3 2026" / "Q2 2026",
    "120 points" / "85 points"). A rewrite of one event repeats its figures or drops them.
-2. **opposite directions**: one title says up (rise, gain, higher ...) and the other down
-   (fall, drop, lower ...), and neither says both.
+2. **opposite directions**: one title says up (rise, gain, higher; steigt, sube, hausse ...)
+   and the other down (fall, drop, lower; fällt, baja, baisse ...), and neither says both.
+   The words, and the weekday and month names of the first veto, are listed per language
+   in feedmd/events/veto_words.py and read across languages ("Dow closes higher" / "DAX
+   schließt tiefer").
 3. **different subjects**: the subject gate of stage 1 (feedmd/fingerprints/subject_gate.py):
    different short name-like leads before one template ("어드밴트, 온디바이스 AI ..." /
    "엠젠솔루션, 온디바이스 AI ...", "QuantumScape / B2Gold Q3 2026 Earnings Date").
@@ -23,6 +26,15 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from feedmd.events.veto_words import (
+    DOWN_WORDS,
+    MONTH_NAMES,
+    MONTH_OF,
+    UP_WORDS,
+    WEEKDAY_NAMES,
+    WEEKDAY_OF,
+    title_words,
+)
 from feedmd.fingerprints.headlines import normalize_headline
 from feedmd.fingerprints.subject_gate import CasingStats, subject_gate
 
@@ -32,48 +44,18 @@ from feedmd.fingerprints.subject_gate import CasingStats, subject_gate
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
 
-# English market-direction words (headline forms). Kept to verbs and adverbs that say which
-# way a figure moved; nouns like "losses" say nothing about direction on their own.
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-UP_WORDS = _words(
-    "rise rises rising rose risen gain gains gained gaining up higher climb climbs climbed "
-    "climbing jump jumps jumped jumping surge surges surged surging rally rallies rallied "
-    "rallying soar soars soared soaring advance advances advanced advancing rebound "
-    "rebounds rebounded rebounding increase increases increased upbeat"
-)
-DOWN_WORDS = _words(
-    "fall falls falling fell fallen drop drops dropped dropping down lower decline declines "
-    "declined declining slip slips slipped slipping slide slides slid sliding plunge plunges "
-    "plunged plunging sink sinks sank sinking tumble tumbles tumbled tumbling retreat "
-    "retreats retreated dip dips dipped dipping slump slumps slumped slumping decrease "
-    "decreases decreased weaker"
-)
-
-
 def numbers(title: str) -> frozenset[str]:
     """The numbers written in a title, separators removed ("1,000" -> "1000")."""
     text = unicodedata.normalize("NFKC", title)
     return frozenset(re.sub(r"[.,:]", "", match) for match in _NUMBER.findall(text))
 
 
-WEEKDAYS = _words(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
-    "fri sat sun"
-)
-MONTHS = _words(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
-)
-
-
 def calendar_words(title: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The weekday and month names of a title, as (weekdays, months), in short form."""
-    words = set(normalize_headline(title))
-    weekdays = frozenset(w[:3] for w in words & WEEKDAYS)
-    months = frozenset(w[:3] for w in words & MONTHS if w != "may")
+    """The weekdays and months a title names in any language of ``veto_words``, as
+    (weekdays, months) in English short form ("Montag" -> "mon")."""
+    words = title_words(title)
+    weekdays = frozenset(WEEKDAY_NAMES[WEEKDAY_OF[w]] for w in words if w in WEEKDAY_OF)
+    months = frozenset(MONTH_NAMES[MONTH_OF[w]] for w in words if w in MONTH_OF)
     return weekdays, months
 
 
@@ -92,7 +74,7 @@ def different_numbers(a_title: str, b_title: str) -> str | None:
 
 def direction(title: str) -> int:
     """+1 when the title only says up, -1 when it only says down, 0 otherwise."""
-    words = set(normalize_headline(title))
+    words = title_words(title)
     up, down = bool(words & UP_WORDS), bool(words & DOWN_WORDS)
     return int(up) - int(down)
 

@@ -5,7 +5,21 @@ from __future__ import annotations
 
 import pytest
 
+from feedmd.events.veto_words import (
+    DOWN,
+    DOWN_WORDS,
+    MONTH_NAMES,
+    MONTH_OF,
+    MONTHS,
+    UP,
+    UP_WORDS,
+    WEEKDAY_NAMES,
+    WEEKDAY_OF,
+    WEEKDAYS,
+    positions,
+)
 from feedmd.events.vetoes import (
+    calendar_words,
     different_numbers,
     direction,
     numbers,
@@ -97,3 +111,93 @@ def test_no_subject_gate_for_unspaced_scripts() -> None:
         is None
     )
     assert veto("日経平均、300円高で取引終了", "日経平均、450円安で取引終了")  # numbers still count
+
+
+def test_every_listed_word_is_read_as_written() -> None:
+    """Each form in the tables counts, whatever stemming or accents the headline pipeline
+    applies elsewhere ("surged" once read "surg" and missed its list)."""
+    for table, sign in ((UP, 1), (DOWN, -1)):
+        for language, words in table.items():
+            for word in words.split():
+                assert direction(f"Index {word} today") == sign, (language, word)
+                assert direction(f"INDEX {word.upper()}") == sign, (language, word)
+    for tables, names, which in ((WEEKDAYS, WEEKDAY_NAMES, 0), (MONTHS, MONTH_NAMES, 1)):
+        for language, table in tables.items():
+            for position, forms in enumerate(positions(table)):
+                for word in forms:
+                    assert calendar_words(f"Report {word} x")[which] == {names[position]}, (
+                        language,
+                        word,
+                    )
+
+
+def test_no_word_is_listed_with_two_meanings() -> None:
+    assert not UP_WORDS & DOWN_WORDS
+    assert not (UP_WORDS | DOWN_WORDS) & (set(WEEKDAY_OF) | set(MONTH_OF))
+    seen: dict[str, int] = {}
+    for tables in (WEEKDAYS, MONTHS):
+        for table in tables.values():
+            for position, forms in enumerate(positions(table)):
+                for word in forms:
+                    key = f"{len(positions(table))}:{word}"
+                    assert seen.setdefault(key, position) == position, word
+    assert all(len(positions(table)) == 7 for table in WEEKDAYS.values())
+    assert all(len(positions(table)) == 12 for table in MONTHS.values())
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("DAX schließt höher", "DAX schließt tiefer"),
+        ("El Ibex 35 sube en la apertura", "El Ibex 35 baja en la apertura"),
+        ("Le CAC 40 termine en hausse", "Le CAC 40 termine en baisse"),
+        ("WIG20 rośnie na otwarciu", "WIG20 spada na otwarciu"),
+        ("Borsa güne yükselişle başladı", "Borsa güne düşüşle başladı"),
+        ("Stocks surged after the Fed", "Stocks declined after the Fed"),
+        ("Dow closes higher", "DAX schliesst tiefer"),  # across languages, accents dropped
+    ],
+)
+def test_opposite_directions_in_every_language(a: str, b: str) -> None:
+    assert (opposite_directions(a, b) or "").startswith("opposite directions")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("DAX schließt höher", "DAX klettert zum Handelsschluss"),
+        ("Le CAC 40 termine en hausse", "CAC 40 closes higher"),
+        ("Borsa güne düşüşle başladı", "Borsa güne geriledi"),
+        ("Bayern gewinnt gegen Dortmund", "Dortmund loses to Bayern"),  # who won is no direction
+    ],
+)
+def test_same_or_no_direction_passes_in_every_language(a: str, b: str) -> None:
+    assert opposite_directions(a, b) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Inflation im März gestiegen", "Inflation im April gestiegen"),
+        ("Chômage: les chiffres de janvier", "Chômage: les chiffres de février"),
+        ("Enflasyon Ekim'de beklentiyi aştı", "Enflasyon Kasım'da beklentiyi aştı"),
+        ("Sesja w środę na GPW", "Sesja w piątek na GPW"),
+        ("Bolsa cierra el lunes", "Stocks close on Friday"),
+        ("Wall Street closes on Wednesday, January 5", "Wall Street closes on Thursday"),
+    ],
+)
+def test_different_days_or_months_keep_apart_in_every_language(a: str, b: str) -> None:
+    assert (different_numbers(a, b) or "").startswith("different dates")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Inflation im März gestiegen", "Inflation rose in March"),
+        ("Bolsa cierra el lunes", "Stocks close on Monday"),
+        ("Sesja w środę na GPW", "Sesja w srode na GPW"),  # an unaccented headline
+        ("Mission to Mars lands", "Rover lands on the red planet in August"),  # "mars": a planet
+        ("Storm hits the coast - Sunday Times", "Storm hits the coast on Monday"),  # a publisher
+    ],
+)
+def test_one_day_or_month_or_none_passes(a: str, b: str) -> None:
+    assert different_numbers(a, b) is None
