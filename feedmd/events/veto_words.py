@@ -18,8 +18,10 @@ event), and words that are often something else ("monte", which starts Monte Car
 Weekdays and months: the same languages and Italian, Dutch and Portuguese (months only:
 its weekdays are "segunda-feira" ..., and "segunda" is also "second"). Left out: English
 "may" (a verb), French "mars" (the planet in English headlines), Turkish "pazar"
-("market"). Each name maps to its day or month, so "Montag" and "Monday" agree and "lundi" /
-"Friday" differ.
+("market"), and short forms that are words or names elsewhere: "jan" (a first name in
+Polish, Dutch and German news), "mar" (Spanish "sea"), "dez" (Portuguese "ten"), Polish
+"marca" (Spanish "brand", "scores"). Each name maps to its day or month, so "Montag" and
+"Monday" agree and "lundi" / "Friday" differ.
 """
 
 from __future__ import annotations
@@ -78,10 +80,10 @@ WEEKDAYS: Mapping[str, str] = {
     "tr": "pazartesi, salı, çarşamba, perşembe, cuma, cumartesi, -",
 }
 MONTHS: Mapping[str, str] = {
-    "en": "january jan, february feb, march mar, april apr, -, june jun, july jul, "
+    "en": "january, february feb, march, april apr, -, june jun, july jul, "
     "august aug, september sep sept, october oct, november nov, december dec",
     "de": "januar jänner, februar feber, märz mär, april, mai, juni, juli, august, september, "
-    "oktober okt, november, dezember dez",
+    "oktober okt, november, dezember",
     "es": "enero, febrero, marzo, abril, mayo, junio, julio, agosto, septiembre setiembre, "
     "octubre, noviembre, diciembre",
     "fr": "janvier, février, -, avril, mai, juin, juillet, août, septembre, octobre, novembre, "
@@ -90,7 +92,7 @@ MONTHS: Mapping[str, str] = {
     "ottobre, novembre, dicembre",
     "nl": "januari, februari, maart, april, mei, juni, juli, augustus, september, oktober, "
     "november, december",
-    "pl": "styczeń stycznia styczniu, luty lutego lutym, marzec marca marcu, "
+    "pl": "styczeń stycznia styczniu, luty lutego lutym, marzec marcu, "
     "kwiecień kwietnia kwietniu, maj maja maju, czerwiec czerwca czerwcu, lipiec lipca lipcu, "
     "sierpień sierpnia sierpniu, wrzesień września wrześniu, "
     "październik października październiku, listopad listopada listopadzie, "

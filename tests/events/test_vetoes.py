@@ -197,6 +197,8 @@ def test_different_days_or_months_keep_apart_in_every_language(a: str, b: str) -
         ("Sesja w środę na GPW", "Sesja w srode na GPW"),  # an unaccented headline
         ("Mission to Mars lands", "Rover lands on the red planet in August"),  # "mars": a planet
         ("Storm hits the coast - Sunday Times", "Storm hits the coast on Monday"),  # a publisher
+        ("Jan Kowalski odchodzi z rządu", "Kowalski odchodzi z rządu w lipcu"),  # a name
+        ("Messi marca dos goles", "Messi brilla en abril"),  # "marca": he scores
     ],
 )
 def test_one_day_or_month_or_none_passes(a: str, b: str) -> None:
