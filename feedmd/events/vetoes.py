@@ -4,8 +4,10 @@ events. A model reads "Sensex rises 120 points" and "Sensex falls 85 points" as 
 repeats its words every day with another figure, direction or subject. Each veto is a pure
 function of the two titles and returns a short reason, or None to let the match stand.
 
-1. **different numbers**: both titles carry numbers and share none ("Q3 2026" / "Q2 2026",
-   "120 points" / "85 points"). A rewrite of one event repeats its figures or drops them.
+1. **different numbers or dates**: both titles carry numbers and each has one the other
+   lacks ("Q3 2026" / "Q2 2026", "120 points" / "85 points"), or both name weekdays or
+   months and share none ("... Wednesday" / "... Thursday"). A rewrite of one event repeats
+   its figures or drops them.
 2. **opposite directions**: one title says up (rise, gain, higher; steigt, sube, hausse ...)
    and the other down (fall, drop, lower; fällt, baja, baisse ...), and neither says both.
    The words, and the weekday and month names of the first veto, are listed per language
