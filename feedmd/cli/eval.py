@@ -221,6 +221,44 @@ def eval_events_command(
         click.echo(f"false_merges: {len(report['false_merges'])} (--json lists them)")
 
 
+@eval_group.command("languages")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--reference",
+    default="en",
+    show_default=True,
+    help="The language the others are paired with; its entry is event_threshold.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@config_option
+@setting_options(*EVENT_SETTINGS)
+def eval_languages_command(
+    path: str, reference: str, as_json: bool, config_path: str | None, **kwargs: Any
+) -> None:
+    """Carry event thresholds over to languages without labelled pairs: on the same news
+    sentences in several languages (eval/news-sentences), each language's median cosine of
+    unrelated sentences, its entry in event_thresholds_by_language, and the threshold the
+    measured entries' share rule gives it, with each entry also predicted with itself left
+    out (docs/events.md, "Languages without labelled pairs")."""
+    from feedmd.tools.evaluation.languages import evaluate_languages
+
+    settings = load(config_path, settings_from(kwargs), None).settings
+    report = evaluate_languages(path, settings, reference)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"sentences: {report['sentences']} in {', '.join(report['languages'])}")
+    for row in report["thresholds"]:
+        entry = "-" if row["entry"] is None else row["entry"]
+        left_out = "-" if row["left_out"] is None else row["left_out"]
+        click.echo(
+            f"  {row['key']}: median {row['median']} entry {entry} share {row['share']} "
+            f"carried {row['carried']} left out {left_out}"
+        )
+    click.echo(f"largest_left_out_error: {report['largest_left_out_error']}")
+    click.echo(f"without_entry: {report['without_entry'] or '(none)'}")
+
+
 @eval_group.command("pairs")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")

@@ -47,7 +47,7 @@ def language_thresholds(text: str) -> Mapping[str, float]:
 
 
 DEFAULT_LANGUAGE_THRESHOLDS = (
-    "de=0.94 es=0.945 fr=0.95 pl=0.945 tr=0.94 "
+    "ar=0.96 de=0.94 es=0.945 fr=0.95 pl=0.945 tr=0.94 "
     "de-en=0.895 en-es=0.9 en-fr=0.915 en-pl=0.89 en-tr=0.885"
 )
 
@@ -111,8 +111,11 @@ class EventSettings:
         " Polish 0.935 -> 0.969 (0.71 -> 0.62), Turkish 0.955 -> 0.966 (0.79 -> 0.73); "
         "across it and English, German 0.974 -> 0.967 (0.36 -> 0.51), Spanish 0.970 -> "
         "0.966 (0.51 -> 0.58), French 0.952 -> 0.972 (0.62 -> 0.47), Polish 0.996 -> 0.980 "
-        "(0.27 -> 0.49), Turkish 0.994 -> 0.974 (0.15 -> 0.37). Empty: one threshold for "
-        "every language.",
+        "(0.27 -> 0.49), Turkish 0.994 -> 0.974 (0.15 -> 0.37). Arabic has no labelled "
+        "pairs: its entry is carried over by `feedmd eval languages` (unrelated Arabic news "
+        "sentences score a median 0.85 against English's 0.77; the rule predicts each entry "
+        "above within 0.005 with that entry left out). Empty: one threshold for every "
+        "language.",
         check=_language_thresholds_problem,
     )
     event_language_overlap: float = setting(

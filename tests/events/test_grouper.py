@@ -11,6 +11,7 @@ import pytest
 from feedmd.events.grouper import EventItem, MemoryWindow, assign_events
 from feedmd.fingerprints.vectors import normalise
 from feedmd.settings import Settings
+from feedmd.settings.events import language_thresholds
 
 SETTINGS = Settings()
 
@@ -156,6 +157,18 @@ def test_a_language_of_its_own_joins_at_its_own_threshold() -> None:
     item = EventItem("de", "Papst Leo XIV. wird an der Lunge operiert", vector_at(0.895))
     (decision,) = assign_events([item], english, plain, "m")
     assert decision.joined is None
+
+
+def test_two_arabic_headlines_join_at_the_carried_arabic_entry() -> None:
+    """The default Arabic entry (0.96, carried over by `feedmd eval languages`): two
+    Arabic headlines join at it, not just under it, where two English ones would."""
+    assert dict(language_thresholds(SETTINGS.event_thresholds_by_language))["ar"] == 0.96
+    window = window_with(("old", "الفاتيكان: البابا ليو سيخضع لعملية جراحية في الرئة", axis(0)))
+    for cosine, joins in ((0.962, True), (0.957, False)):
+        item = EventItem("ar", "البابا ليو الرابع عشر يجري عملية في الرئة", vector_at(cosine))
+        (decision,) = assign_events([item], window, SETTINGS, "m")
+        assert (decision.joined == "old") is joins, cosine
+    assert SETTINGS.event_threshold < 0.957
 
 
 def test_the_window_is_asked_down_to_the_lowest_threshold() -> None:
