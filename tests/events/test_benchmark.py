@@ -24,3 +24,7 @@ def test_events_benchmark_small() -> None:
     assert figures["stored"] == 3000 and figures["stored_mb"] == round(3000 * 388 / 1e6, 1)
     assert figures["encode_per_s"] > 0 and figures["lookup_ms"] >= 0
     assert figures["store_read_ms"] > 0 and figures["store_lookup_ms"] > 0
+    # both encoding modes are reported side by side, with their ratio
+    one_pipeline = figures["encode_one_pipeline_per_s"]
+    assert one_pipeline > 0
+    assert abs(figures["pipelines_speedup"] - figures["encode_per_s"] / one_pipeline) < 0.02

