@@ -34,9 +34,9 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -50,6 +50,7 @@ _PARTS = max(1, min(os.cpu_count() or 1, 4))
 _POOL = ThreadPoolExecutor(_PARTS, thread_name_prefix="feedmd-encode")
 _BLAS: ThreadpoolController | None = None
 _BLAS_LOCK = threading.Lock()
+_HOLD_LOCK = threading.Lock()
 _SQRT_2_OVER_PI = np.float32(0.7978845608028654)
 _GELU_CUBIC = np.float32(0.044715)
 
@@ -64,16 +65,23 @@ def _split_rows(work: Callable[[np.ndarray], None], array: np.ndarray, split: bo
     list(_POOL.map(work, [array[start : start + step] for start in range(0, len(array), step)]))
 
 
-def _blas_held_to_one_thread() -> AbstractContextManager[object] | None:
-    """A context holding the BLAS libraries numpy uses to one thread, or None when none of
-    them can be held (then pipelines would fight over the cores: run one)."""
+def _blas_controller() -> ThreadpoolController | None:
+    """The BLAS libraries numpy uses, found once; None when threadpoolctl can hold none of
+    them (then pipelines would fight over the cores: run one)."""
     global _BLAS
     with _BLAS_LOCK:
         if _BLAS is None:
             _BLAS = ThreadpoolController().select(user_api="blas")
-    if not _BLAS.lib_controllers:
-        return None
-    return _BLAS.limit(limits=1)
+    return _BLAS if _BLAS.lib_controllers else None
+
+
+@contextmanager
+def _one_blas_thread(blas: ThreadpoolController) -> Iterator[None]:
+    """Hold BLAS to one thread for the block, then restore its count. One holder at a
+    time: threadpoolctl reads the count to restore when the hold starts, so two holds
+    overlapping would restore each other's one thread and leave the process there."""
+    with _HOLD_LOCK, blas.limit(limits=1):
+        yield
 
 
 def batches_of(order: Sequence[int], pipelines: int, batch: int = BATCH) -> list[list[int]]:
@@ -145,8 +153,8 @@ class Forward:
         batches = batches_of(order, count)
         with self._lock:
             # one batch (a run's few headlines) cannot fill two pipelines: spread it instead
-            held = _blas_held_to_one_thread() if count > 1 and len(batches) > 1 else None
-            if held is None:
+            blas = _blas_controller() if count > 1 and len(batches) > 1 else None
+            if blas is None:
                 for chosen in batches_of(order, 1):
                     out[chosen] = self._batch([sequences[i] for i in chosen], self._buffers[0])
                 return out
@@ -162,7 +170,7 @@ class Forward:
                         return
                     out[chosen] = self._batch([sequences[i] for i in chosen], buffers, split=False)
 
-            with held:
+            with _one_blas_thread(blas):
                 running = [_POOL.submit(pipeline, b) for b in self._buffers[:count]]
                 for future in running:
                     future.result()

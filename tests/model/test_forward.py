@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,19 @@ def test_a_failing_batch_raises_and_leaves_the_encoder_whole(encoder: E5Encoder)
         model.vectors(sequences)
     assert _blas_threads() == before
     assert np.abs(encoder.encode(texts) - expected).max() < 2e-6
+
+
+def test_two_models_encoding_at_once_leave_blas_as_it_was(encoder: E5Encoder) -> None:
+    texts = [" ".join(t.split()) for t in headlines()[:100]]
+    expected = encoder.encode(texts)
+    other = E5Encoder(str(bundled_model_path()))  # a second Forward, its own lock
+    other.encode(["warm"])
+    before = _blas_threads()
+    with ThreadPoolExecutor(4) as pool:
+        runs = [pool.submit(e.encode, texts) for e in (encoder, other) * 3]
+        results = [run.result() for run in runs]
+    assert all(np.abs(r - expected).max() < 2e-6 for r in results)
+    assert _blas_threads() == before
 
 
 @pytest.mark.parametrize(
