@@ -3,7 +3,8 @@
 1. Encode ``--encode`` real headlines (the UCI development file) with the bundled model and
    report headlines per second (the model is loaded first and timed apart): one pipeline
    per core as feedmd runs it, and one pipeline with the cores shared inside each batch
-   (the pass before pipelines), alternated three times each, medians and their ratio.
+   (the pass before pipelines), alternated three times each, medians and their ratio;
+   with ``--busy N``, N other processes spin on a core each meanwhile.
 2. Store ``--stored`` vectors the way the store keeps them (``to_stored`` int8 bytes, one
    per item): real-like unit vectors, seeded, with one planted near-copy of each query so a
    lookup has something to find.
@@ -26,8 +27,12 @@ import argparse
 import json
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -58,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=20, help="new items in the run")
     parser.add_argument("--encode", type=int, default=200, help="headlines to encode")
     parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="other processes spinning on a core each while the encodings are timed",
+    )
+    parser.add_argument(
         "--lookups", type=int, default=1, help="store lookups timed (median reported)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -80,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
             else "\n".join(f"{k:>18}: {v}" for k, v in figures.items())
         )
         return 0 if figures["events_error"] is None else 1
-    result = run(args.stored, args.queries, args.encode, args.lookups)
+    result = run(args.stored, args.queries, args.encode, args.lookups, args.busy)
     if args.json:
         print(json.dumps(result))
     else:
@@ -150,7 +161,23 @@ def _store_lookup(
     return write_s, lookup_s, read_s, hits
 
 
-def run(stored: int, queries: int, encode: int, lookups: int = 1) -> dict[str, object]:
+@contextmanager
+def _busy_processes(count: int) -> Iterator[None]:
+    """``count`` other processes spinning on a core each for the block: a machine where
+    other work holds cores, reproducibly (``--busy``)."""
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5 if spinning else 0)
+        yield
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+
+
+def run(
+    stored: int, queries: int, encode: int, lookups: int = 1, busy: int = 0
+) -> dict[str, object]:
     """The figures: encode_per_s (one pipeline per core, as feedmd runs;
     encode_one_pipeline_per_s and pipelines_speedup beside it), lookup_ms (one run's
     queries against ``stored`` vectors held in memory as packs), store_lookup_ms (the same
@@ -166,12 +193,13 @@ def run(stored: int, queries: int, encode: int, lookups: int = 1) -> dict[str, o
 
     titles = _titles(encode)
     timings: dict[int | None, list[float]] = {None: [], 1: []}
-    for _ in range(ENCODE_ROUNDS):  # alternated, so both modes see the same noise
-        for pipelines in timings:
-            encoder.pipelines = pipelines
-            started = time.perf_counter()
-            encoder.encode(titles)
-            timings[pipelines].append(time.perf_counter() - started)
+    with _busy_processes(busy):
+        for _ in range(ENCODE_ROUNDS):  # alternated, so both modes see the same noise
+            for pipelines in timings:
+                encoder.pipelines = pipelines
+                started = time.perf_counter()
+                encoder.encode(titles)
+                timings[pipelines].append(time.perf_counter() - started)
     encoder.pipelines = None
     encode_s = statistics.median(timings[None])
     one_pipeline_s = statistics.median(timings[1])
@@ -200,6 +228,7 @@ def run(stored: int, queries: int, encode: int, lookups: int = 1) -> dict[str, o
     return {
         "model": encoder.name,
         "encoded": encode,
+        "busy": busy,
         "encode_per_s": round(encode / encode_s, 1),
         "encode_one_pipeline_per_s": round(encode / one_pipeline_s, 1),
         "pipelines_speedup": round(one_pipeline_s / encode_s, 2),

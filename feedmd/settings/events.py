@@ -133,9 +133,9 @@ class EventSettings:
         "Kept items without an event yet (kept while the event model could not load or "
         "while events were off, or restored by a reviewer) that a run with events on places "
         "in events, oldest first, before its own items. 50: encoding runs at ~240-290 "
-        "headlines/s on a quiet 2-core machine (~50 under load), so a run catching up "
-        "spends about 0.25-1 s more, and a backlog of a day's outage (a few hundred items) "
-        "is gone within a few runs; 0 never catches up.",
+        "headlines/s on a quiet 2-core machine (~150 with both cores busy elsewhere), so "
+        "a run catching up spends about 0.2-0.35 s more, and a backlog of a day's outage "
+        "(a few hundred items) is gone within a few runs; 0 never catches up.",
         minimum=0,
         maximum=100_000,
     )

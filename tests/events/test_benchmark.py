@@ -11,7 +11,7 @@ from conftest import REPO
 
 def test_events_benchmark_small() -> None:
     args = ["events", "--stored", "3000", "--queries", "5", "--encode", "10", "--lookups", "3"]
-    args.append("--json")
+    args += ["--busy", "1", "--json"]  # one spinning process beside the encodings
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "run.py"), *args],
         capture_output=True,
@@ -21,6 +21,7 @@ def test_events_benchmark_small() -> None:
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["identical"] is True
+    assert figures["busy"] == 1
     assert figures["stored"] == 3000 and figures["stored_mb"] == round(3000 * 388 / 1e6, 1)
     assert figures["encode_per_s"] > 0 and figures["lookup_ms"] >= 0
     assert figures["store_read_ms"] > 0 and figures["store_lookup_ms"] > 0
