@@ -62,7 +62,7 @@ class Tokenizer:
     def _split_word(self, word: str) -> tuple[int, ...]:
         """Viterbi over one word: the best-scoring split into pieces (float32 sums)."""
         words = self.vocabulary
-        pieces, unk = words.pieces, words.unk
+        pieces, scores, unk = words.pieces, words.scores, words.unk
         n = len(word)
         sizes = [len(char.encode("utf-8")) for char in word]
         best = [np.float32(-1e30)] * (n + 1)
@@ -81,10 +81,10 @@ class Tokenizer:
                 if span > words.longest_piece_bytes:
                     break
                 found = pieces.get(word[i:end])
-                if found is not None and found[0] != unk:
-                    score = best[i] + np.float32(found[1])
+                if found is not None and found != unk:
+                    score = best[i] + np.float32(scores[found])
                     if not reached[end] or score > best[end]:
-                        best[end], piece_at[end], start_at[end] = score, found[0], i
+                        best[end], piece_at[end], start_at[end] = score, found, i
                         reached[end] = True
             score = best[i] + unk_score
             if not reached[i + 1] or score > best[i + 1]:

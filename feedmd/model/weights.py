@@ -24,6 +24,7 @@ from __future__ import annotations
 import mmap
 import struct
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -63,10 +64,11 @@ class Shape:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The Unigram tokenizer's tables: each piece's id and score, the special ids and the
-    per-code-point normalisation."""
+    """The Unigram tokenizer's tables: each piece's id, each id's score, the special ids
+    and the per-code-point normalisation."""
 
-    pieces: dict[str, tuple[int, float]]
+    pieces: dict[str, int]
+    scores: list[float]  # by id
     bos: int
     eos: int
     unk: int
@@ -128,6 +130,24 @@ class _Reader:
         return out
 
 
+def piece_ids(blob: bytes, offsets: np.ndarray) -> dict[str, int]:
+    """Each piece of the blob (UTF-8, back to back, cut at byte ``offsets``) -> its id.
+
+    Built for a run's start: the blob is decoded once and cut at character offsets (the
+    byte offsets less the continuation bytes before them), and the dict filled in reverse
+    so the first of two equal pieces wins, as in the engine's lookup. 250,002 pieces in
+    ~0.1 s, where decoding each piece and ``setdefault`` took ~0.2 s of every run's model
+    load (0.25-0.3 s in all)."""
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    characters_before = np.concatenate([[0], np.cumsum((raw & 0xC0) != 0x80)])
+    cuts = characters_before[offsets.astype(np.int64)].tolist()
+    text = blob.decode("utf-8", "surrogatepass")
+    cut = [text[start:end] for start, end in pairwise(cuts)]
+    pieces = dict(zip(reversed(cut), range(len(cut) - 1, -1, -1), strict=True))
+    pieces.pop("", None)  # an empty piece never matches
+    return pieces
+
+
 def _vocabulary(reader: _Reader) -> Vocabulary:
     count, bos, eos, _pad, unk = (int(v) for v in reader.take("<5i"))
     blob_bytes = int(reader.take("<Q")[0])
@@ -135,11 +155,7 @@ def _vocabulary(reader: _Reader) -> Vocabulary:
     scores = reader.array("<f4", count)
     blob = reader.data[reader.at : reader.at + blob_bytes]
     reader.at += blob_bytes
-    pieces: dict[str, tuple[int, float]] = {}
-    for index in range(count):
-        piece = blob[offsets[index] : offsets[index + 1]]
-        if piece:  # the first of two equal pieces wins, as in the engine's lookup
-            pieces.setdefault(piece.decode("utf-8", "surrogatepass"), (index, float(scores[index])))
+    pieces = piece_ids(blob, offsets)
     entries, table_bytes = (int(v) for v in reader.take("<iI"))
     end = reader.at + table_bytes
     normalise: dict[str, str] = {}
@@ -150,6 +166,7 @@ def _vocabulary(reader: _Reader) -> Vocabulary:
     reader.at = end
     return Vocabulary(
         pieces=pieces,
+        scores=scores.tolist(),
         bos=bos,
         eos=eos,
         unk=unk,

@@ -18,7 +18,7 @@ from feedmd.errors import EventModelMissing
 from feedmd.model import forward
 from feedmd.model.encoder import E5Encoder, bundled_model_path
 from feedmd.model.tokenizer import METASPACE, Tokenizer
-from feedmd.model.weights import WeightFileError, load_weights
+from feedmd.model.weights import WeightFileError, load_weights, piece_ids
 
 
 def headlines() -> list[str]:
@@ -160,6 +160,13 @@ def test_gelu_and_layer_norm_match_their_definitions() -> None:
     got = x.copy()
     forward.layer_norm_in_place(got, w, b, 1e-12)
     assert np.abs(got - expected).max() < 1e-4
+
+
+def test_pieces_are_cut_at_characters_and_the_first_of_two_equal_ones_wins() -> None:
+    texts = ["a", "été", "", "a", "▁x", "日本", "🙂"]
+    blob = "".join(texts).encode("utf-8")
+    offsets = np.cumsum([0] + [len(t.encode("utf-8")) for t in texts]).astype(np.uint32)
+    assert piece_ids(blob, offsets) == {"a": 0, "été": 1, "▁x": 4, "日本": 5, "🙂": 6}
 
 
 def test_words_are_cut_before_each_metaspace() -> None:
