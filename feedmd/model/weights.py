@@ -139,8 +139,17 @@ def piece_ids(blob: bytes, offsets: np.ndarray) -> dict[str, int]:
     ~0.1 s, where decoding each piece and ``setdefault`` took ~0.2 s of every run's model
     load (0.25-0.3 s in all)."""
     raw = np.frombuffer(blob, dtype=np.uint8)
+    at = offsets.astype(np.int64)
+    inside = at[at < len(raw)]
+    if (
+        at[0] != 0
+        or at[-1] != len(raw)
+        or (np.diff(at) < 0).any()
+        or ((raw[inside] & 0xC0) == 0x80).any()
+    ):
+        raise WeightFileError("the tokenizer's piece offsets do not cut its pieces")
     characters_before = np.concatenate([[0], np.cumsum((raw & 0xC0) != 0x80)])
-    cuts = characters_before[offsets.astype(np.int64)].tolist()
+    cuts = characters_before[at].tolist()
     text = blob.decode("utf-8", "surrogatepass")
     cut = [text[start:end] for start, end in pairwise(cuts)]
     pieces = dict(zip(reversed(cut), range(len(cut) - 1, -1, -1), strict=True))

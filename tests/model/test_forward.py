@@ -167,6 +167,13 @@ def test_pieces_are_cut_at_characters_and_the_first_of_two_equal_ones_wins() -> 
     blob = "".join(texts).encode("utf-8")
     offsets = np.cumsum([0] + [len(t.encode("utf-8")) for t in texts]).astype(np.uint32)
     assert piece_ids(blob, offsets) == {"a": 0, "été": 1, "▁x": 4, "日本": 5, "🙂": 6}
+    two = "aé".encode()  # 3 bytes: a, then é in two
+    assert piece_ids(two, np.array([0, 1, 3])) == {"a": 0, "é": 1}
+    # offsets that do not cut the blob into whole characters are a broken file:
+    # inside é, backwards, not from the start, short of the end, past the end
+    for broken in ([0, 2, 3], [0, 3, 1, 3], [1, 3], [0, 1], [0, 1, 5]):
+        with pytest.raises(WeightFileError, match="piece offsets"):
+            piece_ids(two, np.array(broken))
 
 
 def test_words_are_cut_before_each_metaspace() -> None:
