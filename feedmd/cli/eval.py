@@ -22,6 +22,7 @@ from feedmd.cli.common import (
     setting_options,
     settings_from,
 )
+from feedmd.settings.events import CARRIED_LANGUAGE_ENTRIES
 
 
 @click.command("sweep", context_settings=CONTEXT_SETTINGS)
@@ -229,11 +230,23 @@ def eval_events_command(
     show_default=True,
     help="The language the others are paired with; its entry is event_threshold.",
 )
+@click.option(
+    "--carried",
+    default=" ".join(CARRIED_LANGUAGE_ENTRIES),
+    show_default=True,
+    help="Keys whose entries this command carried over rather than chose on labelled "
+    "pairs, space-separated: shown, not fitted on. '' fits on every entry.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @config_option
 @setting_options(*EVENT_SETTINGS)
 def eval_languages_command(
-    path: str, reference: str, as_json: bool, config_path: str | None, **kwargs: Any
+    path: str,
+    reference: str,
+    carried: str,
+    as_json: bool,
+    config_path: str | None,
+    **kwargs: Any,
 ) -> None:
     """Carry event thresholds over to languages without labelled pairs: on the same news
     sentences in several languages (eval/news-sentences), each language's median cosine of
@@ -243,7 +256,7 @@ def eval_languages_command(
     from feedmd.tools.evaluation.languages import evaluate_languages
 
     settings = load(config_path, settings_from(kwargs), None).settings
-    report = evaluate_languages(path, settings, reference)
+    report = evaluate_languages(path, settings, reference, carried=carried.split())
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -251,9 +264,10 @@ def eval_languages_command(
     for row in report["thresholds"]:
         entry = "-" if row["entry"] is None else row["entry"]
         left_out = "-" if row["left_out"] is None else row["left_out"]
+        now = "" if row["set"] is None or row["entry"] is not None else f" (set {row['set']})"
         click.echo(
-            f"  {row['key']}: median {row['median']} entry {entry} share {row['share']} "
-            f"carried {row['carried']} left out {left_out}"
+            f"  {row['key']}: {row['pairs']} pairs, median {row['median']} entry {entry}"
+            f"{now} share {row['share']} carried {row['carried']} left out {left_out}"
         )
     click.echo(f"largest_left_out_error: {report['largest_left_out_error']}")
     click.echo(f"without_entry: {report['without_entry'] or '(none)'}")

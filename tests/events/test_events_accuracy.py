@@ -91,10 +91,10 @@ def test_each_language_is_as_precise_as_english() -> None:
 
 @pytest.mark.slow
 def test_the_arabic_entry_is_what_the_measured_entries_carry_over() -> None:
-    """NTREX's aligned news sentences: the share rule predicts every entry chosen on
-    labelled pairs (and English's ``event_threshold``) within the floor with that entry left
-    out, and the Arabic entry, which has no labelled pairs, is the rule's prediction from
-    the others."""
+    """NTREX's aligned news sentences: the share rule, fitted on the entries chosen on
+    labelled pairs only, predicts each of them (and English's ``event_threshold``) within
+    the floor with that entry left out, and the Arabic entry, which has no labelled pairs,
+    is the rule's prediction from them."""
     floors = FLOORS["event_languages_carried"]
     report = evaluate_languages(REPO / floors["file"], Settings())
     rows = {row["key"]: row for row in report["thresholds"]}
@@ -103,4 +103,5 @@ def test_the_arabic_entry_is_what_the_measured_entries_carry_over() -> None:
     for key in measured:
         error = abs(rows[key]["left_out"] - rows[key]["entry"])
         assert error <= floors["max_left_out_error_one_language"] + 1e-9, rows[key]
-    assert rows["ar"]["entry"] == rows["ar"]["left_out"] == 0.96, rows["ar"]
+    # the default's Arabic entry is the rule's output from the measured entries alone
+    assert rows["ar"]["entry"] is None and rows["ar"]["set"] == rows["ar"]["carried"] == 0.96

@@ -140,6 +140,13 @@ def test_the_command_carries_entries_over_to_a_language_without_one(tmp_path: Pa
     assert rows["en"]["entry"] == 0.935 and rows["de"]["entry"] == 0.94
     assert rows["fr"]["entry"] is None and rows["en-fr"]["entry"] is None
     # 4 unrelated pairs in one language (2 x 2 across the two articles), 8 across two
+    assert {key: row["pairs"] for key, row in rows.items()} == {
+        "de": 4,
+        "en": 4,
+        "fr": 4,
+        "de-en": 8,
+        "en-fr": 8,
+    }
     assert all(0.5 < row["median"] < 1.0 for row in rows.values())
     assert report["without_entry"] == f"fr={rows['fr']['carried']} en-fr={rows['en-fr']['carried']}"
     text = CliRunner().invoke(main, args)
@@ -150,3 +157,28 @@ def test_the_command_names_a_missing_reference_language(tmp_path: Path) -> None:
     path = write(tmp_path / "s.jsonl", [("de", "a", "Eins"), ("fr", "a", "Un")])
     result = CliRunner().invoke(main, ["eval", "languages", str(path)])
     assert result.exit_code == 1 and "no sentences in the reference language 'en'" in result.output
+
+
+def test_a_carried_entry_is_shown_and_not_fitted_on(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "s.jsonl",
+        [(lang, article, text) for lang, rows in SENTENCES.items() for article, text in rows],
+    )
+    base = ["eval", "languages", str(path), "--json", "--event-thresholds-by-language"]
+    plain = json.loads(CliRunner().invoke(main, [*base, "de=0.94"]).output)
+    # fr=0.99 carried over: shown as set, left out of the fit, so nothing else moves
+    shown = json.loads(
+        CliRunner().invoke(main, [*base, "de=0.94 fr=0.99", "--carried", "fr"]).output
+    )
+    fitted = json.loads(
+        CliRunner().invoke(main, [*base, "de=0.94 fr=0.99", "--carried", ""]).output
+    )
+    rows = {row["key"]: row for row in shown["thresholds"]}
+    assert rows["fr"]["entry"] is None and rows["fr"]["set"] == 0.99
+    assert rows["fr"]["share"] is None and rows["fr"]["left_out"] is None
+    assert "fr=" in shown["without_entry"]
+    carried = {row["key"]: (row["carried"], row["left_out"]) for row in shown["thresholds"]}
+    assert carried == {row["key"]: (row["carried"], row["left_out"]) for row in plain["thresholds"]}
+    # fitted on, the high French entry pulls the others' carried thresholds up
+    moved = {row["key"]: row["carried"] for row in fitted["thresholds"]}
+    assert moved["de"] > carried["de"][0] and moved["en"] > carried["en"][0]

@@ -35,13 +35,16 @@ from feedmd.errors import EvalDataError
 from feedmd.fingerprints.vectors import as_stored
 from feedmd.model.encoder import E5Encoder, Encoder
 from feedmd.settings import Settings
-from feedmd.settings.events import language_thresholds
+from feedmd.settings.events import CARRIED_LANGUAGE_ENTRIES, language_thresholds
 from feedmd.tools.evaluation.events import encode_cached
 from feedmd.tools.evaluation.headlines import read_jsonl
 
 # Entries are read and written in steps of this cosine, as they were chosen on labelled
 # pairs (docs/events.md, "Each language at its own threshold").
 STEP = 0.005
+# Entries of the default that this command carried over rather than chose on labelled
+# pairs: shown, never fitted on (a rule fitted on its own output would confirm itself).
+CARRIED = CARRIED_LANGUAGE_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -160,10 +163,15 @@ def baselines_of(
 
 
 def evaluate_languages(
-    path: str | Path, settings: Settings, reference: str = "en", encoder: Encoder | None = None
+    path: str | Path,
+    settings: Settings,
+    reference: str = "en",
+    encoder: Encoder | None = None,
+    carried: Sequence[str] = CARRIED,
 ) -> dict[str, Any]:
     """`feedmd eval languages FILE`: each language's and each pair's unrelated median on
-    aligned news sentences, its entry (``reference`` alone: ``event_threshold``), and the
+    aligned news sentences, its measured entry (``reference`` alone: ``event_threshold``;
+    the ``carried`` keys' entries are shown as ``set`` and left out of the fit), and the
     threshold the share rule carries over to it, with and without its own entry."""
     aligned = aligned_sentences(path)
     if reference not in aligned:
@@ -176,8 +184,11 @@ def evaluate_languages(
     articles = [article for article, _ in aligned[reference]]
     entries = dict(language_thresholds(settings.event_thresholds_by_language))
     entries[reference] = settings.event_threshold
-    carried = carried_thresholds(baselines_of(articles, vectors, reference), entries)
-    missing = [c for c in carried if c.entry is None]
+    measured = {key: value for key, value in entries.items() if key not in set(carried)}
+    baselines = baselines_of(articles, vectors, reference)
+    pairs = {b.key: b.pairs for b in baselines}
+    rows = carried_thresholds(baselines, measured)
+    missing = [row for row in rows if row.entry is None]
     return {
         "sentences": len(articles),
         "languages": sorted(aligned),
@@ -186,19 +197,21 @@ def evaluate_languages(
         "thresholds": [
             {
                 "key": c.key,
+                "pairs": pairs[c.key],
                 "median": round(c.median, 4),
                 "entry": c.entry,
+                "set": entries.get(c.key),
                 "share": None if c.share is None else round(c.share, 3),
                 "carried": c.carried,
                 "left_out": c.left_out,
             }
-            for c in carried
+            for c in rows
         ],
         "largest_left_out_error": {
             group: max(
                 (
                     round(abs(c.left_out - c.entry), 6)
-                    for c in carried
+                    for c in rows
                     if ("-" in c.key) == across and c.left_out is not None and c.entry is not None
                 ),
                 default=None,
