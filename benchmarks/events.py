@@ -165,8 +165,11 @@ def _store_lookup(
 def _busy_processes(count: int) -> Iterator[None]:
     """``count`` other processes spinning on a core each for the block: a machine where
     other work holds cores, reproducibly (``--busy``)."""
-    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spinning: list[subprocess.Popen[bytes]] = []
     try:
+        for _ in range(count):
+            spinning.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        # let each interpreter start and reach its loop before the first timing
         time.sleep(0.5 if spinning else 0)
         yield
     finally:

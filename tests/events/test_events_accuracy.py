@@ -2,8 +2,8 @@
 [event_pairs]): merges and merge precision on the labelled UCI headlines, precision and
 recall on the graded headline pairs, and no false group on the multilingual template pairs.
 
-Encoding runs the real model (about 200 headlines/s on a quiet 2-core machine, a fraction of
-that with four test workers on it), so the default run measures a deterministic subset, the
+Encoding runs the real model (about 240-350 headlines/s on a quiet 2-core machine, a fraction
+of that with four test workers on it), so the default run measures a deterministic subset, the
 first headlines in time order; the whole files, and the pairs across languages, are measured
 by the slow tests, which CI runs."""
 

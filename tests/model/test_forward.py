@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -77,16 +79,54 @@ def _blas_threads() -> list[int]:
     ]
 
 
-def test_two_pipelines_give_the_vectors_one_gives(encoder: E5Encoder) -> None:
+def _batches_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, bool]]:
+    """Record, for every batch the encoder runs, its thread, its BLAS thread count and
+    whether its element-wise work was split (the real ``_batch`` still runs)."""
+    seen: list[tuple[str, int, bool]] = []
+    real = forward.Forward._batch
+
+    def recording(
+        self: forward.Forward,
+        sequences: Sequence[Sequence[int]],
+        buffers: dict[str, np.ndarray],
+        split: bool = True,
+    ) -> np.ndarray:
+        seen.append((threading.current_thread().name, _blas_threads()[0], split))
+        return real(self, sequences, buffers, split)
+
+    monkeypatch.setattr(forward.Forward, "_batch", recording)
+    return seen
+
+
+pipelined = pytest.mark.skipif(forward._PARTS < 2, reason="one usable core: one pipeline")
+
+
+@pipelined
+def test_two_pipelines_give_the_vectors_one_gives(
+    encoder: E5Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     texts = [" ".join(t.split()) for t in headlines()[:150]]  # 6 batches on 2 pipelines
-    before = _blas_threads()
-    one = E5Encoder(pipelines=1).encode(texts)
-    default = encoder.encode(texts)
+    seen = _batches_seen(monkeypatch)
+    # BLAS at two threads, as outside the tests (conftest holds the test workers to one)
+    with ThreadpoolController().limit(limits=2, user_api="blas"):
+        before = _blas_threads()
+        one = E5Encoder(pipelines=1).encode(texts)
+        assert {name for name, _, _ in seen} == {threading.current_thread().name}
+        assert all(split for _, _, split in seen) and len(seen) == 5  # 150 in 5 of 30
+        assert {threads for _, threads, _ in seen} == {2}
+        seen.clear()
+        default = encoder.encode(texts)
+        # the BLAS thread count is lowered only while the pipelines run
+        assert _blas_threads() == before == [2]
+    # each batch ran whole in a pool thread with BLAS held to one thread, on both threads
+    assert len(seen) == 6 and not any(split for _, _, split in seen)
+    assert {threads for _, threads, _ in seen} == {1}
+    assert len({name for name, _, _ in seen}) == 2
+    assert all(name.startswith("feedmd-encode") for name, _, _ in seen)
     assert np.abs(one - default).max() < 2e-6
-    # the BLAS thread count is lowered only while the pipelines run
-    assert _blas_threads() == before
 
 
+@pipelined
 def test_without_a_blas_to_hold_one_pipeline_runs(
     encoder: E5Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,7 +134,23 @@ def test_without_a_blas_to_hold_one_pipeline_runs(
     expected = encoder.encode(texts)
     # numpy on a BLAS threadpoolctl cannot hold: nothing is selected
     monkeypatch.setattr(forward, "_BLAS", ThreadpoolController().select(user_api="none"))
+    seen = _batches_seen(monkeypatch)
     assert np.abs(encoder.encode(texts) - expected).max() < 2e-6
+    assert [(name, split) for name, _, split in seen] == [
+        (threading.current_thread().name, True)
+    ] * 2
+
+
+@pipelined
+def test_one_text_is_one_batch_spread_over_the_cores(
+    encoder: E5Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _batches_seen(monkeypatch)
+    encoder.encode(["Pope Leo XIV will have lung surgery, Vatican says"])
+    assert [(name, split) for name, _, split in seen] == [(threading.current_thread().name, True)]
+    seen.clear()
+    encoder.encode(["Pope Leo XIV will have lung surgery", "Papst Leo wird operiert"])
+    assert len(seen) == 2 and not any(split for _, _, split in seen)
 
 
 def test_a_failing_batch_raises_and_leaves_the_encoder_whole(encoder: E5Encoder) -> None:
@@ -128,11 +184,13 @@ def test_two_models_encoding_at_once_leave_blas_as_it_was(encoder: E5Encoder) ->
     [
         (0, 2, []),
         (1, 2, [1]),
+        (3, 4, [1, 1, 1]),
+        (9, 4, [3, 2, 2, 2]),
         (20, 2, [10, 10]),
         (64, 2, [32, 32]),
-        (65, 2, [17, 17, 17, 14]),
-        (70, 2, [18, 18, 18, 16]),
-        (70, 1, [24, 24, 22]),
+        (65, 2, [17, 16, 16, 16]),
+        (70, 2, [18, 18, 17, 17]),
+        (70, 1, [24, 23, 23]),
         (150, 2, [25] * 6),
     ],
 )
@@ -171,9 +229,11 @@ def test_pieces_are_cut_at_characters_and_the_first_of_two_equal_ones_wins() -> 
     assert piece_ids(two, np.array([0, 1, 3])) == {"a": 0, "é": 1}
     # offsets that do not cut the blob into whole characters are a broken file:
     # inside é, backwards, not from the start, short of the end, past the end
-    for broken in ([0, 2, 3], [0, 3, 1, 3], [1, 3], [0, 1], [0, 1, 5]):
+    for broken in ([0, 2, 3], [0, 3, 1, 3], [1, 3], [0, 1], [0, 1, 5], []):
         with pytest.raises(WeightFileError, match="piece offsets"):
-            piece_ids(two, np.array(broken))
+            piece_ids(two, np.array(broken, dtype=np.uint32))
+    with pytest.raises(WeightFileError, match="not UTF-8"):
+        piece_ids(b"a\xff", np.array([0, 1, 2]))
 
 
 def test_words_are_cut_before_each_metaspace() -> None:
