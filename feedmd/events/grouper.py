@@ -60,9 +60,13 @@ class EventWindow(Protocol):
 class EventDecision:
     """Where one item goes. ``joined`` is the item it matched (None when it opens an event);
     ``event_id`` is the event's id, which is the id of the event's first (canonical) item.
-    ``score`` is the cosine to the item joined, or to the best refused candidate; 0.0 when
-    no earlier item reached the threshold. ``veto`` says why the best candidate at or above
-    the threshold was refused, when the item opened its own event because of it."""
+    ``score`` and ``threshold`` are the cosine to the item joined and its pair's threshold;
+    when the item opened its own event, those of the best refused candidate, or of the best
+    one below its pair's threshold (an Arabic pair at 0.957 against the Arabic entry 0.96,
+    so ``feedmd explain`` can say which threshold kept it apart); 0.0 and
+    ``event_threshold`` when no earlier item came within the lowest threshold of any pair.
+    ``veto`` says why the best candidate at or above its threshold was refused, when the
+    item opened its own event because of it."""
 
     item_id: str
     event_id: str
@@ -198,9 +202,12 @@ def assign_events(
         threshold = settings.event_threshold
         decision = EventDecision(item.item_id, item.item_id, None, 0.0, threshold, model)
         first_veto: tuple[Neighbour, str, float] | None = None
+        nearest_below: tuple[Neighbour, float] | None = None
         for neighbour in candidates:
             needed, vetoes = pair_rule(item.title, neighbour.title, settings)
             if neighbour.score < needed:
+                if nearest_below is None:
+                    nearest_below = (neighbour, needed)
                 continue
             reason = veto(
                 item.title, neighbour.title, stats, settings.subject_max_tokens, enabled=vetoes
@@ -227,6 +234,11 @@ def assign_events(
                 needed,
                 model,
                 veto=f"{reason} (nearest {neighbour.item_id})",
+            )
+        elif decision.joined is None and nearest_below is not None:
+            neighbour, needed = nearest_below
+            decision = EventDecision(
+                item.item_id, item.item_id, None, round(neighbour.score, 4), needed, model
             )
         batch.add(item.item_id, decision.event_id, item.title, vector)
         decisions.append(decision)

@@ -130,7 +130,7 @@ def _event_lines(event: dict[str, Any]) -> list[str]:
     elif event["veto"]:
         how = f"opened it: cosine {event['score']:g}, vetoed: {event['veto']}"
     elif event["score"]:
-        how = f"opened it: best cosine {event['score']:g}"
+        how = f"opened it: nearest cosine {event['score']:g} < its threshold {event['threshold']:g}"
     else:
         how = f"opened it: nothing at or above threshold {event['threshold']:g}"
     return [

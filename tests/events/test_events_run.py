@@ -108,8 +108,18 @@ def test_a_threshold_above_the_pair_keeps_the_rewrites_apart(store: Store, site:
     assert (report.events_joined, report.events_opened) == (0, 2)
     events = events_by_title(store)
     assert events[POPE_B]["event"] == POPE_B
+    # the nearest item's cosine, below the threshold that kept it apart
     assert events[POPE_B]["threshold"] == 0.96
-    assert events[POPE_B]["score"] == 0.0  # nothing reached the threshold
+    assert events[POPE_B]["score"] == pytest.approx(POPE_COSINE, abs=0.003)
+    # and explain says so
+    (item_id,) = store._conn.execute(
+        "SELECT id FROM items WHERE title_raw = ?", (POPE_B,)
+    ).fetchone()
+    trail = explain.explain(store, item_id)
+    assert trail is not None
+    assert f"opened it: nearest cosine {events[POPE_B]['score']:g} < its threshold 0.96" in (
+        explain.render(trail)
+    )
 
 
 def test_without_the_subject_gate_the_templated_pair_is_grouped(store: Store, site: Site) -> None:

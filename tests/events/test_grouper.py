@@ -168,7 +168,29 @@ def test_two_arabic_headlines_join_at_the_carried_arabic_entry() -> None:
         item = EventItem("ar", "البابا ليو الرابع عشر يجري عملية في الرئة", vector_at(cosine))
         (decision,) = assign_events([item], window, SETTINGS, "m")
         assert (decision.joined == "old") is joins, cosine
+        # either way the decision names the Arabic entry and the pair's cosine (stored form:
+        # the vectors' int8 codes move a cosine by up to ~0.002)
+        assert (decision.score, decision.threshold) == (pytest.approx(cosine, abs=2e-3), 0.96)
     assert SETTINGS.event_threshold < 0.957
+
+
+def test_an_item_opening_its_event_records_what_kept_it_apart() -> None:
+    """Below its pair's threshold: the nearest candidate's cosine and that threshold;
+    nothing within reach of any pair's threshold: 0.0 and ``event_threshold``."""
+    window = window_with(("old", "Pope Leo XIV will have lung surgery, Vatican says", axis(0)))
+    german = "Papst Leo XIV. wird an der Lunge operiert"
+    cross = dict(language_thresholds(SETTINGS.event_thresholds_by_language))["de-en"]
+    (decision,) = assign_events(
+        [EventItem("de", german, vector_at(cross - 0.003))], window, SETTINGS, "m"
+    )
+    assert decision.joined is None
+    assert (decision.score, decision.threshold) == (pytest.approx(cross - 0.003, abs=2e-3), cross)
+    (decision,) = assign_events([EventItem("de", german, vector_at(0.5))], window, SETTINGS, "m")
+    assert (decision.joined, decision.score, decision.threshold) == (
+        None,
+        0.0,
+        SETTINGS.event_threshold,
+    )
 
 
 def test_the_window_is_asked_down_to_the_lowest_threshold() -> None:
