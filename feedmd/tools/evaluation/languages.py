@@ -42,9 +42,6 @@ from feedmd.tools.evaluation.headlines import read_jsonl
 # Entries are read and written in steps of this cosine, as they were chosen on labelled
 # pairs (docs/events.md, "Each language at its own threshold").
 STEP = 0.005
-# Entries of the default that this command carried over rather than chose on labelled
-# pairs: shown, never fitted on (a rule fitted on its own output would confirm itself).
-CARRIED = CARRIED_LANGUAGE_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -65,6 +62,7 @@ class CarriedThreshold:
     own entry left out of the fit (None without an entry)."""
 
     key: str
+    pairs: int
     median: float
     entry: float | None
     share: float | None
@@ -82,6 +80,11 @@ def on_step(cosine: float, step: float = STEP) -> float:
     return round(round(cosine / step) * step, 6)
 
 
+def across_languages(key: str) -> bool:
+    """Whether a key names a pair across two languages ("de-en") rather than one ("de")."""
+    return "-" in key
+
+
 def carried_thresholds(
     baselines: Sequence[Baseline], entries: Mapping[str, float], step: float = STEP
 ) -> list[CarriedThreshold]:
@@ -91,7 +94,7 @@ def carried_thresholds(
     no fit and is left out; an entry alone in its group has no ``left_out``."""
     out: list[CarriedThreshold] = []
     for across in (False, True):
-        group = [b for b in baselines if ("-" in b.key) == across]
+        group = [b for b in baselines if across_languages(b.key) == across]
         shares = {b.key: share_of(entries[b.key], b.median) for b in group if b.key in entries}
         if not shares:
             continue
@@ -105,6 +108,7 @@ def carried_thresholds(
             out.append(
                 CarriedThreshold(
                     key=baseline.key,
+                    pairs=baseline.pairs,
                     median=baseline.median,
                     entry=entries.get(baseline.key),
                     share=shares.get(baseline.key),
@@ -167,7 +171,7 @@ def evaluate_languages(
     settings: Settings,
     reference: str = "en",
     encoder: Encoder | None = None,
-    carried: Sequence[str] = CARRIED,
+    carried: Sequence[str] = CARRIED_LANGUAGE_ENTRIES,
 ) -> dict[str, Any]:
     """`feedmd eval languages FILE`: each language's and each pair's unrelated median on
     aligned news sentences, its measured entry (``reference`` alone: ``event_threshold``;
@@ -184,10 +188,9 @@ def evaluate_languages(
     articles = [article for article, _ in aligned[reference]]
     entries = dict(language_thresholds(settings.event_thresholds_by_language))
     entries[reference] = settings.event_threshold
-    measured = {key: value for key, value in entries.items() if key not in set(carried)}
-    baselines = baselines_of(articles, vectors, reference)
-    pairs = {b.key: b.pairs for b in baselines}
-    rows = carried_thresholds(baselines, measured)
+    # the carried entries are the rule's own output: shown as ``set``, never fitted on
+    measured = {key: value for key, value in entries.items() if key not in carried}
+    rows = carried_thresholds(baselines_of(articles, vectors, reference), measured)
     missing = [row for row in rows if row.entry is None]
     return {
         "sentences": len(articles),
@@ -197,7 +200,7 @@ def evaluate_languages(
         "thresholds": [
             {
                 "key": c.key,
-                "pairs": pairs[c.key],
+                "pairs": c.pairs,
                 "median": round(c.median, 4),
                 "entry": c.entry,
                 "set": entries.get(c.key),
@@ -212,7 +215,9 @@ def evaluate_languages(
                 (
                     round(abs(c.left_out - c.entry), 6)
                     for c in rows
-                    if ("-" in c.key) == across and c.left_out is not None and c.entry is not None
+                    if across_languages(c.key) == across
+                    and c.left_out is not None
+                    and c.entry is not None
                 ),
                 default=None,
             )
